@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import { AgentDriftError, CairnError } from '../errors.js';
+import type { JsonObject, JsonValue } from '../json.js';
+import {
+  modelResponseSchema,
+  type Model,
+  type ModelMessage,
+  type ModelRequest,
+  type Usage,
+} from '../model.js';
+import type { DurableRunResult } from '../runtime/run-durable.js';
+import {
+  createRunner,
+  type DurableOptions,
+  type ExecuteOptions,
+  type ResumeOptions,
+} from '../runtime/runner.js';
+import type {
+  DurableDefinition,
+  Effect,
+  EffectContext,
+  RetryPolicy,
+} from '../runtime/step-function.js';
+import { structuralSignature } from '../signature.js';
+import { jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
+import { agentStateSchema, type AgentState } from './agent-state.js';
+import { agentInit, agentStep, type AgentShape } from './agent-step.js';
+
+/** What `defineAgent` takes. */
+export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
+  name: string;
+  model: Model;
+  tools?: readonly AnyTool[];
+  /** The system prompt. Not part of the signature: editing it is not drift. */
+  system?: string;
+  /** Model calls a run may make before it fails with `MAX_TRIPS_EXCEEDED`. @defaultValue 10 */
+  maxTrips?: number;
+  /** The final answer must be JSON matching this schema; the model is sent its JSON Schema. */
+  output?: OutputSchema;
+  /** Bump it to mark a change the signature cannot see (say, a tool's behaviour). */
+  version?: string | number;
+  durable?: DurableOptions;
+  /** Retries of `retryable` model errors. @defaultValue 3 tries */
+  modelRetry?: RetryPolicy;
+}
+
+/** The output type of an agent: the schema's output, or the final text. */
+export type AgentOutput<OutputSchema> = OutputSchema extends z.ZodType
+  ? z.output<OutputSchema>
+  : string;
+
+/** How an agent run ended. */
+export interface AgentResult<Output> {
+  runId: string;
+  output: Output;
+  /** Usage of every model call of the run, each counted once across crashes. */
+  usage: Usage;
+  /** Model calls made. */
+  trips: number;
+  /** The whole conversation, without the system prompt. */
+  messages: ModelMessage[];
+  /** True when the run continued from an earlier attempt's checkpoint (or had already ended). */
+  resumed: boolean;
+}
+
+/** A durable agent: a pure step function plus the runtime that performs its effects. */
+export interface Agent<Output = unknown> {
+  readonly kind: 'agent';
+  readonly name: string;
+  /** Model name and provider, sorted tool names, maxTrips, whether output is set, and version. */
+  readonly signature: string;
+  /** The step function the runtime and workers run. */
+  readonly definition: DurableDefinition<AgentState, string, Output>;
+  execute(input: string, options?: ExecuteOptions): Promise<AgentResult<Output>>;
+  /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
+  resume(runId: string, options?: ResumeOptions): Promise<AgentResult<Output>>;
+}
+
+/** Defines a durable agent. */
+export function defineAgent<OutputSchema extends z.ZodType | undefined = undefined>(
+  config: AgentConfig<OutputSchema>,
+): Agent<AgentOutput<OutputSchema>> {
+  type Output = AgentOutput<OutputSchema>;
+  const tools = new Map<string, AnyTool>();
+  for (const tool of config.tools ?? []) {
+    if (tools.has(tool.name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Agent "${config.name}" has two tools named "${tool.name}".`,
+      );
+    }
+    tools.set(tool.name, tool);
+  }
+  const maxTrips = config.maxTrips ?? 10;
+  if (!Number.isInteger(maxTrips) || maxTrips < 1) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `maxTrips must be a positive integer, got ${maxTrips}.`,
+    );
+  }
+  const shape: AgentShape = {
+    tools,
+    maxTrips,
+    output: config.output,
+    modelRetry: config.modelRetry ?? { maxAttempts: 3 },
+  };
+  const signature = structuralSignature({
+    kind: 'agent',
+    name: config.name,
+    model: { name: config.model.name, provider: config.model.provider },
+    tools: [...tools.keys()].sort(),
+    maxTrips,
+    output: config.output !== undefined,
+    version: config.version ?? null,
+  });
+  const toolSpecs = [...tools.values()].map(toolSpec);
+  const responseSchema: JsonObject | undefined =
+    config.output === undefined ? undefined : jsonSchemaOf(config.output);
+
+  const definition: DurableDefinition<AgentState, string, Output> = {
+    kind: 'agent',
+    name: config.name,
+    signature,
+    init: (input) => agentInit(input),
+    step: (state, event) => agentStep(shape, state, event),
+    parseState: (state) => agentStateSchema.parse(state),
+    parseOutput: (output) => output as Output,
+    driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
+    perform: async (effect: Effect, context: EffectContext<AgentState>) => {
+      if (effect.kind === 'model') return callModel(context);
+      if (effect.kind === 'tool') return callTool(effect, context);
+      throw new CairnError('INVALID_ARGUMENT', `Agents perform no "${effect.kind}" effects.`);
+    },
+  };
+
+  async function callModel(context: EffectContext<AgentState>): Promise<JsonValue> {
+    const { state } = context;
+    const request: ModelRequest = {
+      messages:
+        config.system === undefined
+          ? state.messages
+          : [{ role: 'system', content: config.system }, ...state.messages],
+      tools: toolSpecs,
+      signal: context.signal,
+    };
+    if (responseSchema !== undefined) request.responseSchema = responseSchema;
+    const response = await config.model.generate(request);
+    const parsed = modelResponseSchema.safeParse(response);
+    if (!parsed.success) {
+      throw new CairnError(
+        'MODEL_FAILED',
+        `Model "${config.model.name}" returned a malformed response: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    return parsed.data as unknown as JsonValue;
+  }
+
+  async function callTool(effect: Effect, context: EffectContext<AgentState>): Promise<JsonValue> {
+    const tool = tools.get(String(effect.tool));
+    if (tool === undefined)
+      throw new CairnError('TOOL_NOT_FOUND', `No tool named "${String(effect.tool)}".`);
+    const toolCallId = String(effect.toolCallId);
+    const args = tool.input.parse(effect.args);
+    const result: unknown = await tool.execute(args, {
+      runId: context.runId,
+      toolCallId,
+      idempotencyKey: `${context.runId}:${toolCallId}`,
+      signal: context.signal,
+    });
+    return (result ?? null) as JsonValue;
+  }
+
+  const runner = createRunner(definition, config.durable);
+  const toResult = (run: DurableRunResult<AgentState, Output>): AgentResult<Output> => ({
+    runId: run.runId,
+    output: run.output,
+    usage: run.state.usage,
+    trips: run.state.trips,
+    messages: run.state.messages,
+    resumed: run.resumed,
+  });
+
+  return {
+    kind: 'agent',
+    name: config.name,
+    signature,
+    definition,
+    execute: async (input, options) => toResult(await runner.execute(input, options)),
+    resume: async (runId, options) => toResult(await runner.resume(runId, options)),
+  };
+}

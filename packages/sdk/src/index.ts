@@ -1,0 +1,77 @@
+/**
+ * @cairn/sdk: durable agents and planners as deterministic step functions, and the runtime that
+ * checkpoints them.
+ */
+export { systemClock } from './clock.js';
+export type { Clock, TimerHandle } from './clock.js';
+export {
+  AgentDriftError,
+  CairnError,
+  DriftError,
+  LeaseHeldError,
+  LeaseLostError,
+  OutputValidationError,
+  PlannerDriftError,
+  RunNotFoundError,
+  RunSuspendedError,
+  deserializeError,
+  isCairnError,
+  serializeError,
+} from './errors.js';
+export type { CairnErrorCode, CairnErrorOptions, SerializedError } from './errors.js';
+export type { JsonObject, JsonValue } from './json.js';
+export { addUsage, zeroUsage } from './model.js';
+export type {
+  Model,
+  ModelMessage,
+  ModelRequest,
+  ModelResponse,
+  ToolCall,
+  ToolSpec,
+  Usage,
+} from './model.js';
+export { defineTool } from './tool.js';
+export type { AnyTool, Tool, ToolConfig, ToolContext } from './tool.js';
+export { defineAgent } from './agent/define-agent.js';
+export type { Agent, AgentConfig, AgentOutput, AgentResult } from './agent/define-agent.js';
+export type { AgentState } from './agent/agent-state.js';
+export { outcomeUnknownResult } from './agent/agent-step.js';
+export { isTerminalStatus, terminalStatuses } from './store/contract.js';
+export type {
+  AcquireOptions,
+  Checkpoint,
+  DurableStore,
+  EffectOutcome,
+  JournalEntry,
+  Lease,
+  LeaseStore,
+  NewRun,
+  RunFilter,
+  RunRecord,
+  RunStatus,
+  SnapshotStore,
+  StatusUpdate,
+  StoredRun,
+} from './store/contract.js';
+export { memoryStore } from './store/memory-store.js';
+export type { MemoryStoreOptions } from './store/memory-store.js';
+export { runDurable } from './runtime/run-durable.js';
+export type { DurableRunOptions, DurableRunResult } from './runtime/run-durable.js';
+export { createRunner } from './runtime/runner.js';
+export type { DurableOptions, ExecuteOptions, ResumeOptions, Runner } from './runtime/runner.js';
+export { defaultStoreRetry } from './runtime/run-writer.js';
+export type { StoreRetryPolicy } from './runtime/run-writer.js';
+export type {
+  Boundary,
+  BoundaryHook,
+  BoundaryPoint,
+  Command,
+  DurableDefinition,
+  Effect,
+  EffectContext,
+  PerformCommand,
+  RetryPolicy,
+  SettledEffect,
+  StepEvent,
+  StepResult,
+} from './runtime/step-function.js';

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import type { JsonObject, JsonValue } from './json.js';
+
+/** A tool call the model asked for. `args` are as the model gave them, before validation. */
+export interface ToolCall {
+  [key: string]: JsonValue;
+  id: string;
+  name: string;
+  args: JsonValue;
+}
+
+/** Token counts of one or more model calls. */
+export interface Usage {
+  [key: string]: number | undefined;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  /** Input tokens served from the provider's prompt cache, where it reports them. */
+  cachedInputTokens?: number;
+}
+
+/** One message of a conversation, in a provider-neutral shape. */
+export type ModelMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | {
+      role: 'tool';
+      toolCallId: string;
+      toolName: string;
+      content: JsonValue;
+      isError?: boolean;
+      /** `unknown` when the call was in flight at a crash and was not run again. */
+      outcome?: 'ok' | 'error' | 'unknown';
+    };
+
+/** A tool as the model sees it: name, description, and its input as JSON Schema. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: JsonObject;
+}
+
+/** What the runtime asks a model. */
+export interface ModelRequest {
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+  /** JSON Schema the final answer must follow, when the agent has an `output` schema. */
+  responseSchema?: JsonObject;
+  signal: AbortSignal;
+}
+
+/** What a model answers: text, the tool calls it wants, and the usage of this call. */
+export interface ModelResponse {
+  message: { role: 'assistant'; content: string };
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason?: string;
+}
+
+/**
+ * A provider-neutral model. Adapters for real providers implement it; a failure a retry may fix should be
+ * thrown as a `CairnError` with `retryable: true` (and `data.retryAfterMs` when the provider says when).
+ */
+export interface Model {
+  readonly name: string;
+  readonly provider: string;
+  generate(request: ModelRequest): Promise<ModelResponse>;
+}
+
+const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(jsonValue),
+    z.record(z.string(), jsonValue),
+  ]),
+);
+
+const count = z.number().int().nonnegative();
+
+/** Checks what a model returned before the runtime journals it. */
+export const modelResponseSchema = z.object({
+  message: z.object({ role: z.literal('assistant'), content: z.string() }),
+  toolCalls: z.array(z.object({ id: z.string(), name: z.string(), args: jsonValue })),
+  usage: z.object({
+    inputTokens: count,
+    outputTokens: count,
+    totalTokens: count,
+    cachedInputTokens: count.optional(),
+  }),
+  finishReason: z.string().optional(),
+});
+
+/** Usage of no calls. */
+export const zeroUsage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+
+/** Adds two usage totals; cached tokens appear when either side reports them. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const sum: Usage = {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+  if (a.cachedInputTokens !== undefined || b.cachedInputTokens !== undefined) {
+    sum.cachedInputTokens = (a.cachedInputTokens ?? 0) + (b.cachedInputTokens ?? 0);
+  }
+  return sum;
+}

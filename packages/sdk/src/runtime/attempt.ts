@@ -1,0 +1,72 @@
+import { LeaseLostError, CairnError } from '../errors.js';
+import type { Boundary, BoundaryHook } from './step-function.js';
+
+/** Why an attempt stopped before its run ended. */
+type StopReason =
+  | { type: 'crashed'; error: unknown }
+  | { type: 'lease-lost'; error: LeaseLostError }
+  | { type: 'cancelled'; reason: unknown };
+
+/**
+ * One process's attempt at a run under one lease. Once stopped (crash, lease lost, cancelled) it starts no
+ * effect and makes no write; `signal` aborts the effects still in flight.
+ */
+export class Attempt {
+  readonly runId: string;
+  readonly epoch: number;
+  private readonly controller = new AbortController();
+  private readonly hook: BoundaryHook | undefined;
+  private stopReason: StopReason | undefined;
+
+  constructor(runId: string, epoch: number, hook: BoundaryHook | undefined) {
+    this.runId = runId;
+    this.epoch = epoch;
+    this.hook = hook;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get stopped(): StopReason | undefined {
+    return this.stopReason;
+  }
+
+  /** Runs the boundary hook; an error from it is a crash: the attempt is dead from here on. */
+  async pass(boundary: Boundary): Promise<void> {
+    this.assertActive();
+    if (this.hook === undefined) return;
+    try {
+      await this.hook(boundary);
+    } catch (error) {
+      this.stop({ type: 'crashed', error });
+      throw error;
+    }
+  }
+
+  loseLease(error: LeaseLostError): void {
+    this.stop({ type: 'lease-lost', error });
+  }
+
+  cancel(reason: unknown): void {
+    this.stop({ type: 'cancelled', reason });
+  }
+
+  /** Throws what stopped the attempt, if anything did: the guard before every effect and write. */
+  assertActive(): void {
+    const reason = this.stopReason;
+    if (reason === undefined) return;
+    if (reason.type === 'crashed') throw reason.error;
+    if (reason.type === 'lease-lost') throw reason.error;
+    throw new CairnError('RUN_CANCELLED', `Run "${this.runId}" was cancelled.`, {
+      cause: reason.reason,
+      data: { runId: this.runId },
+    });
+  }
+
+  private stop(reason: StopReason): void {
+    if (this.stopReason !== undefined) return;
+    this.stopReason = reason;
+    this.controller.abort(reason.type === 'cancelled' ? reason.reason : new Error(reason.type));
+  }
+}

@@ -1,0 +1,174 @@
+import type { Clock } from '../clock.js';
+import { isCairnError, LeaseLostError, RunSuspendedError } from '../errors.js';
+import type {
+  Checkpoint,
+  EffectOutcome,
+  JournalEntry,
+  SnapshotStore,
+  StatusUpdate,
+} from '../store/contract.js';
+import type { Attempt } from './attempt.js';
+
+/** How store writes are retried before a run is suspended. */
+export interface StoreRetryPolicy {
+  /** Tries in all, the first included. @defaultValue 5 */
+  maxAttempts: number;
+  /** Wait before the second try; doubles each time. @defaultValue 100 */
+  initialDelayMs: number;
+  /** Longest wait between tries. @defaultValue 5000 */
+  maxDelayMs: number;
+}
+
+/** The store retry policy used when none is given. */
+export const defaultStoreRetry: StoreRetryPolicy = {
+  maxAttempts: 5,
+  initialDelayMs: 100,
+  maxDelayMs: 5_000,
+};
+
+/** What the journal knows of one effect. */
+export interface EffectMarks {
+  started?: JournalEntry;
+  settled?: Extract<JournalEntry, { type: 'settled' }>;
+}
+
+/** Doubling backoff, capped. */
+export function backoffDelay(try_: number, initialDelayMs: number, maxDelayMs: number): number {
+  return Math.min(maxDelayMs, initialDelayMs * 2 ** Math.max(0, try_ - 1));
+}
+
+/**
+ * Every write one attempt makes: journal marks (buffered, flushed before anything that must be durable
+ * first), checkpoints and status changes. Writes are serialized, fenced by the attempt's epoch, retried
+ * with backoff while the store's errors are retryable, and turned into `RunSuspendedError` when they keep
+ * failing. A write never happens once the attempt has stopped.
+ */
+export class RunWriter {
+  private readonly marks = new Map<string, EffectMarks>();
+  private buffer: JournalEntry[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  private seq: number;
+
+  constructor(
+    private readonly store: SnapshotStore,
+    private readonly attempt: Attempt,
+    private readonly clock: Clock,
+    private readonly retry: StoreRetryPolicy,
+    journal: readonly JournalEntry[],
+    lastSeq: number,
+  ) {
+    this.seq = lastSeq;
+    for (const entry of journal) {
+      this.index(entry);
+      this.seq = Math.max(this.seq, entry.seq);
+    }
+  }
+
+  /** The highest seq handed out so far; a checkpoint records it so seqs keep rising after it. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  marksOf(effectId: string): EffectMarks {
+    return this.marks.get(effectId) ?? {};
+  }
+
+  recordStarted(effectId: string): void {
+    this.add({ seq: ++this.seq, type: 'started', effectId, at: this.clock.now() });
+  }
+
+  recordSettled(
+    effectId: string,
+    outcome: EffectOutcome,
+  ): Extract<JournalEntry, { type: 'settled' }> {
+    const entry = {
+      seq: ++this.seq,
+      type: 'settled' as const,
+      effectId,
+      at: this.clock.now(),
+      outcome,
+    };
+    this.add(entry);
+    return entry;
+  }
+
+  /** Makes every buffered mark durable, in one append. */
+  flush(): Promise<void> {
+    return this.serialized(async () => {
+      if (this.buffer.length === 0) return;
+      const entries = this.buffer;
+      const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
+      await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
+      await this.withRetry(() =>
+        this.store.append(this.attempt.runId, this.attempt.epoch, entries),
+      );
+      this.buffer = this.buffer.slice(entries.length);
+      await this.attempt.pass({ point: 'journal.after', runId: this.attempt.runId, entries: ids });
+    });
+  }
+
+  /** Writes a checkpoint; it supersedes the journal, buffered marks included. */
+  checkpoint(checkpoint: Checkpoint): Promise<void> {
+    return this.serialized(async () => {
+      const boundary = { runId: this.attempt.runId, status: checkpoint.status };
+      await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
+      await this.withRetry(() =>
+        this.store.save(this.attempt.runId, this.attempt.epoch, checkpoint),
+      );
+      this.buffer = [];
+      this.marks.clear();
+      await this.attempt.pass({ point: 'checkpoint.after', ...boundary });
+    });
+  }
+
+  /** Changes the status, keeping checkpoint and journal. One try only: used while stopping. */
+  updateStatus(update: StatusUpdate): Promise<void> {
+    return this.serialized(() =>
+      this.store.updateStatus(this.attempt.runId, this.attempt.epoch, update),
+    );
+  }
+
+  private add(entry: JournalEntry): void {
+    this.index(entry);
+    this.buffer.push(entry);
+  }
+
+  private index(entry: JournalEntry): void {
+    const marks = this.marks.get(entry.effectId) ?? {};
+    if (entry.type === 'started') marks.started = entry;
+    else marks.settled = entry;
+    this.marks.set(entry.effectId, marks);
+  }
+
+  private serialized<T>(write: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(() => {
+      this.attempt.assertActive();
+      return write();
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async withRetry(write: () => Promise<void>): Promise<void> {
+    for (let try_ = 1; ; try_ += 1) {
+      this.attempt.assertActive();
+      try {
+        await write();
+        return;
+      } catch (error) {
+        if (error instanceof LeaseLostError) {
+          this.attempt.loseLease(error);
+          throw error;
+        }
+        const retryable = !isCairnError(error) || error.retryable;
+        if (!retryable || try_ >= this.retry.maxAttempts) {
+          throw new RunSuspendedError(this.attempt.runId, error);
+        }
+        await this.clock.sleep(
+          backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs),
+          this.attempt.signal,
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import { CairnError } from '../errors.js';
+import type { JsonValue } from '../json.js';
+import type { PerformCommand } from './step-function.js';
+
+/** The runtime's checkpoint format: the step function's state and the effects it still waits for. */
+export interface RuntimeSnapshot<State = JsonValue> {
+  format: 1;
+  state: State;
+  /** Effects commanded and not yet settled at the checkpoint; `null` before the first step. */
+  pending: PerformCommand[] | null;
+  /** The last journal seq handed out when the checkpoint was taken. */
+  journalSeq: number;
+}
+
+function invalid(runId: string, why: string): CairnError {
+  return new CairnError(
+    'SNAPSHOT_INVALID',
+    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
+    {
+      data: { runId },
+    },
+  );
+}
+
+/** Checks a stored snapshot's shape and lets the definition validate its state. */
+export function parseRuntimeSnapshot<State>(
+  runId: string,
+  stored: JsonValue | null,
+  parseState: (state: JsonValue) => State,
+): RuntimeSnapshot<State> {
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) {
+    throw invalid(runId, 'it is not an object');
+  }
+  if (stored.format !== 1) throw invalid(runId, `unknown format ${JSON.stringify(stored.format)}`);
+  const { pending, journalSeq } = stored;
+  if (typeof journalSeq !== 'number') throw invalid(runId, 'journalSeq is not a number');
+  if (pending !== null && !Array.isArray(pending)) throw invalid(runId, 'pending is not a list');
+  for (const command of pending ?? []) {
+    const ok =
+      command !== null &&
+      typeof command === 'object' &&
+      !Array.isArray(command) &&
+      command.type === 'perform' &&
+      typeof command.id === 'string' &&
+      typeof command.idempotent === 'boolean' &&
+      typeof command.effect === 'object' &&
+      command.effect !== null &&
+      !Array.isArray(command.effect) &&
+      typeof command.effect.kind === 'string';
+    if (!ok) throw invalid(runId, 'a pending effect is malformed');
+  }
+  let state: State;
+  try {
+    state = parseState(stored.state ?? null);
+  } catch (error) {
+    throw new CairnError(
+      'SNAPSHOT_INVALID',
+      `The stored state of run "${runId}" does not match its definition: ${String(error instanceof Error ? error.message : error)}`,
+      { cause: error, data: { runId } },
+    );
+  }
+  return { format: 1, state, pending: pending as unknown as PerformCommand[] | null, journalSeq };
+}

@@ -1,0 +1,119 @@
+import type { Clock } from '../clock.js';
+import type { CairnError, SerializedError } from '../errors.js';
+import type { JsonObject, JsonValue } from '../json.js';
+import type { EffectOutcome } from '../store/contract.js';
+
+/** What a command asks the runtime to do, as JSON: `kind` selects the definition's handler. */
+export interface Effect extends JsonObject {
+  kind: string;
+}
+
+/** How often and how patiently a failing effect is tried again. Only `retryable` errors are retried. */
+export interface RetryPolicy {
+  /** Tries in all, the first included. @defaultValue 1 */
+  maxAttempts: number;
+  /** Wait before the second try; doubles each time. @defaultValue 200 */
+  initialDelayMs?: number;
+  /** Longest wait between tries. @defaultValue 10000 */
+  maxDelayMs?: number;
+}
+
+/** Perform one effect. Its `id` is stable across replays: the journal is keyed by it. */
+export interface PerformCommand {
+  type: 'perform';
+  id: string;
+  effect: Effect;
+  /**
+   * Safe to run again after a crash left it in flight. A non-idempotent effect is journaled as started
+   * before it runs, and one found started but not settled is answered with outcome `unknown` instead.
+   */
+  idempotent: boolean;
+  retry?: RetryPolicy;
+}
+
+/** A step's instruction to the runtime. */
+export type Command =
+  | PerformCommand
+  /** Write a checkpoint of the new state (and the effects still to perform) before anything else. */
+  | { type: 'checkpoint' }
+  | { type: 'complete'; output: JsonValue }
+  | { type: 'fail'; error: SerializedError };
+
+/** An effect's settled outcome, as handed back to the step function. */
+export interface SettledEffect {
+  id: string;
+  outcome: EffectOutcome;
+}
+
+/** What the step function reacts to. `now` is the clock's reading, journaled so replays see the same. */
+export type StepEvent =
+  | { type: 'start'; now: number }
+  | { type: 'settled'; now: number; effects: readonly SettledEffect[] };
+
+/** A step's answer: the next state and what to do. */
+export interface StepResult<State> {
+  state: State;
+  commands: readonly Command[];
+}
+
+/** What the runtime hands an effect handler. */
+export interface EffectContext<State = unknown> {
+  runId: string;
+  /** The state whose step commanded the effect. */
+  state: State;
+  effectId: string;
+  /** The lease epoch the effect runs under. */
+  epoch: number;
+  /** Aborts when the run is cancelled or its lease is lost. */
+  signal: AbortSignal;
+  clock: Clock;
+  /** Which try of this effect this is, from 1. */
+  attempt: number;
+}
+
+/**
+ * A durable step function: everything the runtime needs to run, checkpoint and resume one kind of run.
+ * `init` and `step` are pure; `perform` is where the I/O happens.
+ */
+export interface DurableDefinition<State, Input, Output> {
+  readonly kind: string;
+  readonly name: string;
+  /** Structural hash of the definition; a checkpoint taken under another one is drift. */
+  readonly signature: string;
+  init(input: Input, runId: string): State;
+  step(state: State, event: StepEvent): StepResult<State>;
+  perform(effect: Effect, context: EffectContext<State>): Promise<JsonValue>;
+  /** Validates a stored state; throws for a malformed one. */
+  parseState(state: JsonValue): State;
+  /** Turns a stored output back into the definition's output type. */
+  parseOutput(output: JsonValue): Output;
+  driftError(runId: string, stored: string, current: string): CairnError;
+}
+
+/** The points between which a crash can fall. */
+export type BoundaryPoint =
+  | 'effect.before'
+  | 'effect.after'
+  | 'journal.before'
+  | 'journal.after'
+  | 'checkpoint.before'
+  | 'checkpoint.after';
+
+/** One boundary as a run passes it; crash-injection harnesses enumerate these. */
+export interface Boundary {
+  point: BoundaryPoint;
+  runId: string;
+  /** For effect boundaries: the effect's id and kind. */
+  effectId?: string;
+  effectKind?: string;
+  /** For journal boundaries: the effect ids the write settles or starts. */
+  entries?: readonly string[];
+  /** For checkpoint boundaries: the status written. */
+  status?: string;
+}
+
+/**
+ * Called at every boundary. Throwing from it stops the attempt as a crash would: nothing more is written,
+ * the lease is not released, and the error propagates to the caller.
+ */
+export type BoundaryHook = (boundary: Boundary) => void | Promise<void>;

@@ -1,0 +1,153 @@
+import type { SerializedError } from '../errors.js';
+import type { JsonValue } from '../json.js';
+
+/**
+ * Where a run is in its life. `running` and `suspended` runs can be resumed; the other three are final.
+ */
+export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'suspended';
+
+/** The statuses a run never leaves. */
+export const terminalStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+
+/** True when a run in this status is over and resuming it only returns its stored end. */
+export function isTerminalStatus(status: RunStatus): boolean {
+  return terminalStatuses.includes(status);
+}
+
+/** What a store keeps of a run: identity, definition signature, status, fencing epoch and last checkpoint. */
+export interface RunRecord {
+  runId: string;
+  /** The kind of step function: `agent`, `planner`, ... */
+  kind: string;
+  /** The definition's name. */
+  name: string;
+  /** The definition's signature when the last checkpoint was written. */
+  signature: string;
+  status: RunStatus;
+  /** The fencing token of the current or last lease; 0 before the first claim. */
+  epoch: number;
+  /** The last checkpoint, as written by the runtime; null before the first one. */
+  snapshot: JsonValue | null;
+  /** The result of a completed run. */
+  output?: JsonValue;
+  /** Why a run failed, was cancelled or was suspended. */
+  error?: SerializedError;
+  /** The lease holder, if any; with `leaseUntil`, tells whether a live worker holds the run. */
+  owner: string | null;
+  /** Milliseconds since the epoch, on the store's clock. */
+  leaseUntil: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One mark in the journal: an effect started, or an effect settled with its outcome. */
+export type JournalEntry =
+  | { seq: number; type: 'started'; effectId: string; at: number }
+  | { seq: number; type: 'settled'; effectId: string; at: number; outcome: EffectOutcome };
+
+/** How an effect ended: with a value, with an error, or unknown because it was in flight at a crash. */
+export type EffectOutcome =
+  | { status: 'ok'; value: JsonValue }
+  | { status: 'error'; error: SerializedError }
+  | { status: 'unknown' };
+
+/** A run as loaded: its record and the journal written since its last checkpoint, in order. */
+export interface StoredRun {
+  run: RunRecord;
+  journal: JournalEntry[];
+}
+
+/** What `create` needs to register a new run. */
+export interface NewRun {
+  runId: string;
+  kind: string;
+  name: string;
+  signature: string;
+  snapshot: JsonValue | null;
+}
+
+/** A fenced checkpoint: replaces the snapshot and status and supersedes the journal written before it. */
+export interface Checkpoint {
+  status: RunStatus;
+  signature: string;
+  snapshot: JsonValue;
+  output?: JsonValue;
+  error?: SerializedError;
+}
+
+/** A status change that keeps the checkpoint and journal. */
+export interface StatusUpdate {
+  status: RunStatus;
+  error?: SerializedError;
+}
+
+/** Filters for `list`. */
+export interface RunFilter {
+  status?: RunStatus | readonly RunStatus[];
+  kind?: string;
+  name?: string;
+  /** At most this many runs, oldest first. */
+  limit?: number;
+}
+
+/**
+ * Durable storage of runs: records, checkpoints and the journal. Every write names the lease epoch it was
+ * made under and is rejected with `LeaseLostError` when that epoch is no longer the run's current epoch.
+ * Failures a retry may fix are `StoreUnavailableError`s (`retryable: true`).
+ */
+export interface SnapshotStore {
+  /** Registers a run unless one with the same id exists; returns the stored record either way. */
+  create(run: NewRun): Promise<{ created: boolean; run: RunRecord }>;
+  /** The run and its journal since the last checkpoint, or `undefined` for an unknown id. */
+  load(runId: string): Promise<StoredRun | undefined>;
+  /** Writes a checkpoint at `epoch` and drops the journal entries it supersedes. */
+  save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<void>;
+  /**
+   * Appends journal entries at `epoch`, atomically and in order. Entries whose `seq` is not above the last
+   * stored one are skipped, so an append retried after an unknown outcome never duplicates an entry.
+   */
+  append(runId: string, epoch: number, entries: readonly JournalEntry[]): Promise<void>;
+  /**
+   * Changes only the status (and error) at `epoch`, keeping the snapshot and the journal: how a run is
+   * marked suspended or cancelled without losing what its journal holds.
+   */
+  updateStatus(runId: string, epoch: number, update: StatusUpdate): Promise<void>;
+  /** Runs matching the filter, oldest first. */
+  list(filter?: RunFilter): Promise<RunRecord[]>;
+  /** Removes a run and its journal; true when it existed. */
+  delete(runId: string): Promise<boolean>;
+}
+
+/** Ownership of a run: who holds it, under which fencing epoch, until when. */
+export interface Lease {
+  runId: string;
+  owner: string;
+  epoch: number;
+  /** Milliseconds since the epoch, on the store's clock. */
+  leaseUntil: number;
+}
+
+/** What a claimer asks for. */
+export interface AcquireOptions {
+  owner: string;
+  ttlMs: number;
+}
+
+/**
+ * Claims on runs. `acquire` raises the epoch by one on every successful claim, so a holder that lost its
+ * claim can be fenced out of every later write.
+ */
+export interface LeaseStore {
+  /**
+   * Claims the run when nobody holds it, its lease ran out, or its holder is known to be gone.
+   * Returns `undefined` when another live owner holds it; throws `RunNotFoundError` for an unknown run.
+   */
+  acquire(runId: string, options: AcquireOptions): Promise<Lease | undefined>;
+  /** Extends a held lease; throws `LeaseLostError` when its epoch is no longer current. */
+  renew(lease: Lease, ttlMs: number): Promise<Lease>;
+  /** Gives the run up at once so another owner can claim it without waiting; a lost lease is a no-op. */
+  release(lease: Lease): Promise<void>;
+}
+
+/** A store implementing both contracts, which is what a durable run needs. */
+export type DurableStore = SnapshotStore & LeaseStore;

@@ -1,0 +1,169 @@
+import { systemClock, type Clock } from '../clock.js';
+import { LeaseLostError, RunNotFoundError } from '../errors.js';
+import { jsonClone } from '../json.js';
+import type {
+  AcquireOptions,
+  Checkpoint,
+  DurableStore,
+  JournalEntry,
+  Lease,
+  NewRun,
+  RunFilter,
+  RunRecord,
+  StoredRun,
+} from './contract.js';
+
+/** Options of `memoryStore`. */
+export interface MemoryStoreOptions {
+  /** The clock that decides when a lease has run out. @defaultValue systemClock */
+  clock?: Clock;
+}
+
+interface MemoryRun {
+  record: RunRecord;
+  journal: JournalEntry[];
+}
+
+/**
+ * A `SnapshotStore` and `LeaseStore` in this process's memory, with the same fencing as the real stores.
+ * Everything goes through JSON on the way in and out, so it also catches state that is not JSON.
+ */
+export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
+  const clock = options.clock ?? systemClock;
+  const runs = new Map<string, MemoryRun>();
+
+  function mustGet(runId: string): MemoryRun {
+    const run = runs.get(runId);
+    if (run === undefined) throw new RunNotFoundError(runId);
+    return run;
+  }
+
+  function fence(runId: string, epoch: number): MemoryRun {
+    const run = runs.get(runId);
+    if (run === undefined) throw new LeaseLostError(runId, epoch, 'the run no longer exists');
+    if (run.record.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+    return run;
+  }
+
+  return {
+    async create(init: NewRun) {
+      const existing = runs.get(init.runId);
+      if (existing !== undefined) return { created: false, run: jsonClone(existing.record) };
+      const now = clock.now();
+      const record: RunRecord = {
+        runId: init.runId,
+        kind: init.kind,
+        name: init.name,
+        signature: init.signature,
+        status: 'running',
+        epoch: 0,
+        snapshot: jsonClone(init.snapshot),
+        owner: null,
+        leaseUntil: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      runs.set(init.runId, { record, journal: [] });
+      return { created: true, run: jsonClone(record) };
+    },
+
+    async load(runId): Promise<StoredRun | undefined> {
+      const run = runs.get(runId);
+      if (run === undefined) return undefined;
+      return jsonClone({ run: run.record, journal: run.journal });
+    },
+
+    async save(runId, epoch, checkpoint: Checkpoint) {
+      const run = fence(runId, epoch);
+      const copy = jsonClone(checkpoint);
+      const record: RunRecord = {
+        ...run.record,
+        status: copy.status,
+        signature: copy.signature,
+        snapshot: copy.snapshot,
+        updatedAt: clock.now(),
+      };
+      delete record.output;
+      delete record.error;
+      if (copy.output !== undefined) record.output = copy.output;
+      if (copy.error !== undefined) record.error = copy.error;
+      run.record = record;
+      run.journal = [];
+    },
+
+    async append(runId, epoch, entries) {
+      const run = fence(runId, epoch);
+      let last = run.journal.at(-1)?.seq ?? -Infinity;
+      for (const entry of jsonClone(entries)) {
+        // A retried append whose first attempt landed repeats seqs that are already stored: skip them.
+        if (entry.seq <= last) continue;
+        run.journal.push(entry);
+        last = entry.seq;
+      }
+      run.record.updatedAt = clock.now();
+    },
+
+    async updateStatus(runId, epoch, update) {
+      const run = fence(runId, epoch);
+      const copy = jsonClone(update);
+      run.record.status = copy.status;
+      delete run.record.error;
+      if (copy.error !== undefined) run.record.error = copy.error;
+      run.record.updatedAt = clock.now();
+    },
+
+    async list(filter: RunFilter = {}) {
+      const statuses =
+        filter.status === undefined
+          ? undefined
+          : typeof filter.status === 'string'
+            ? [filter.status]
+            : filter.status;
+      const matching = [...runs.values()]
+        .map((run) => run.record)
+        .filter(
+          (record) =>
+            (statuses === undefined || statuses.includes(record.status)) &&
+            (filter.kind === undefined || record.kind === filter.kind) &&
+            (filter.name === undefined || record.name === filter.name),
+        )
+        .sort((a, b) => a.createdAt - b.createdAt);
+      return jsonClone(filter.limit === undefined ? matching : matching.slice(0, filter.limit));
+    },
+
+    async delete(runId) {
+      return runs.delete(runId);
+    },
+
+    async acquire(runId, { owner, ttlMs }: AcquireOptions): Promise<Lease | undefined> {
+      const run = mustGet(runId);
+      const now = clock.now();
+      const { record } = run;
+      const free = record.owner === null || record.leaseUntil === null || record.leaseUntil <= now;
+      if (!free) return undefined;
+      record.epoch += 1;
+      record.owner = owner;
+      record.leaseUntil = now + ttlMs;
+      record.updatedAt = now;
+      return { runId, owner, epoch: record.epoch, leaseUntil: record.leaseUntil };
+    },
+
+    async renew(lease, ttlMs) {
+      const run = runs.get(lease.runId);
+      const record = run?.record;
+      if (record === undefined || record.epoch !== lease.epoch || record.owner !== lease.owner) {
+        throw new LeaseLostError(lease.runId, lease.epoch);
+      }
+      record.leaseUntil = clock.now() + ttlMs;
+      return { ...lease, leaseUntil: record.leaseUntil };
+    },
+
+    async release(lease) {
+      const record = runs.get(lease.runId)?.record;
+      if (record === undefined || record.epoch !== lease.epoch || record.owner !== lease.owner)
+        return;
+      record.owner = null;
+      record.leaseUntil = null;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import {
+  CairnError,
+  type JsonValue,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCall,
+  type Usage,
+} from '@cairn/sdk';
+
+/** One scripted answer: text, tool calls, usage, or an error to throw instead. */
+export interface ScriptedTurn {
+  text?: string;
+  toolCalls?: Array<{ id?: string; name: string; args: JsonValue }>;
+  usage?: Partial<Usage>;
+  /** Thrown instead of answering; a `CairnError` with `retryable: true` is retried by the runtime. */
+  error?: Error;
+}
+
+/** A turn, or a function choosing one from the request and the turn index. */
+export type Script =
+  readonly ScriptedTurn[] | ((request: ModelRequest, turn: number) => ScriptedTurn);
+
+/** A scripted model, with what it was asked. */
+export interface ScriptedModel extends Model {
+  /** Every request, in order, as it was sent (copied). */
+  readonly calls: ModelRequest[];
+}
+
+/** Options of `scriptedModel`. */
+export interface ScriptedModelOptions {
+  /** @defaultValue 'scripted' */
+  name?: string;
+  /** @defaultValue 'cairn-testing' */
+  provider?: string;
+  /** Usage reported by turns that give none. @defaultValue 100 input and 20 output tokens */
+  usage?: Usage;
+}
+
+const defaultUsage: Usage = { inputTokens: 100, outputTokens: 20, totalTokens: 120 };
+
+/**
+ * A deterministic fake model. Turn `n` is the one answering a conversation that already holds `n`
+ * assistant messages, so a request repeated after a crash gets the same answer as the first time.
+ */
+export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): ScriptedModel {
+  const calls: ModelRequest[] = [];
+  const baseUsage = options.usage ?? defaultUsage;
+  return {
+    name: options.name ?? 'scripted',
+    provider: options.provider ?? 'cairn-testing',
+    calls,
+    async generate(request): Promise<ModelResponse> {
+      const { signal, ...rest } = request;
+      calls.push({ ...structuredClone(rest), signal });
+      const turn = request.messages.filter((message) => message.role === 'assistant').length;
+      const scripted = typeof script === 'function' ? script(request, turn) : script[turn];
+      if (scripted === undefined) {
+        throw new CairnError('MODEL_FAILED', `The scripted model has no turn ${turn}.`);
+      }
+      if (scripted.error !== undefined) throw scripted.error;
+      const usage = { ...baseUsage, ...scripted.usage };
+      if (scripted.usage?.totalTokens === undefined)
+        usage.totalTokens = usage.inputTokens + usage.outputTokens;
+      const toolCalls: ToolCall[] = (scripted.toolCalls ?? []).map((call, index) => ({
+        id: call.id ?? `call_${turn}_${index}`,
+        name: call.name,
+        args: call.args,
+      }));
+      return { message: { role: 'assistant', content: scripted.text ?? '' }, toolCalls, usage };
+    },
+  };
+}
