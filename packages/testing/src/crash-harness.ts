@@ -106,6 +106,7 @@ function watchWrites(
     acquire: guard('acquire', store.acquire.bind(store)),
     renew: guard('renew', store.renew.bind(store)),
     release: guard('release', store.release.bind(store)),
+    adopt: guard('adopt', store.adopt.bind(store)),
   };
 }
 

@@ -18,10 +18,24 @@ export class Attempt {
   private readonly hook: BoundaryHook | undefined;
   private stopReason: StopReason | undefined;
 
-  constructor(runId: string, epoch: number, hook: BoundaryHook | undefined) {
+  private readonly parent: Attempt | undefined;
+
+  /**
+   * A child attempt (a child run under its parent's lease) stops when its parent stops, and a crash or a
+   * lost lease in the child is the parent's too: they are one process under one lease.
+   */
+  constructor(runId: string, epoch: number, hook: BoundaryHook | undefined, parent?: Attempt) {
     this.runId = runId;
     this.epoch = epoch;
     this.hook = hook;
+    this.parent = parent;
+    if (parent !== undefined) {
+      const follow = () => {
+        if (parent.stopReason !== undefined) this.stop(parent.stopReason);
+      };
+      if (parent.signal.aborted) follow();
+      else parent.signal.addEventListener('abort', follow, { once: true });
+    }
   }
 
   get signal(): AbortSignal {
@@ -67,6 +81,8 @@ export class Attempt {
   private stop(reason: StopReason): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
+    // A crash or a fenced write in a child is the parent's too; a cancelled child is only a failed effect.
+    if (reason.type !== 'cancelled') this.parent?.stop(reason);
     this.controller.abort(reason.type === 'cancelled' ? reason.reason : new Error(reason.type));
   }
 }

@@ -2,24 +2,23 @@ import type { Clock } from '../clock.js';
 import {
   CairnError,
   deserializeError,
-  isCairnError,
   LeaseHeldError,
+  LeaseLostError,
   RunNotFoundError,
   RunSuspendedError,
   serializeError,
-  type SerializedError,
 } from '../errors.js';
 import { jsonClone, type JsonValue } from '../json.js';
-import type { DurableStore, EffectOutcome, Lease, RunRecord } from '../store/contract.js';
+import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
-import { keepLease } from './lease-keeper.js';
-import { backoffDelay, RunWriter, type StoreRetryPolicy } from './run-writer.js';
+import { EffectPerformer, type ChildStarter } from './effect-performer.js';
+import { keepLease, type LeaseKeeper } from './lease-keeper.js';
+import { RunWriter, type StoreRetryPolicy } from './run-writer.js';
 import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
 import type {
   BoundaryHook,
   DurableDefinition,
   PerformCommand,
-  SettledEffect,
   StepResult,
 } from './step-function.js';
 
@@ -53,6 +52,10 @@ export interface DurableRunResult<State, Output> {
   resumed: boolean;
 }
 
+/** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
+type Holding =
+  { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease; parent: Attempt };
+
 /**
  * Runs a durable step function to its end from wherever its store says it is: the runtime loop of
  * DESIGN.md. Returns the output of a completed run and throws the typed error of a failed one.
@@ -62,37 +65,82 @@ export async function runDurable<State, Input, Output>(
   options: DurableRunOptions<Input>,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId } = options;
-  let record = (await store.load(runId))?.run;
-  if (record === undefined) {
-    if (options.mode === 'resume') throw new RunNotFoundError(runId);
-    record = (await createRun(definition, options)).run;
-  }
+  const record = await findOrCreate(definition, options);
   const finished = finishedResult(definition, record);
   if (finished !== undefined) return finished;
   checkDrift(definition, record, options.force);
 
   const lease = await store.acquire(runId, { owner: options.owner, ttlMs: options.leaseMs });
   if (lease === undefined) throw new LeaseHeldError(runId);
-  return runUnderLease(definition, options, lease);
+  const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
+  const keeper = keepLease({
+    store,
+    lease,
+    ttlMs: options.leaseMs,
+    clock: options.clock,
+    onLost: (error) => attempt.loseLease(error),
+  });
+  const onCancel = () => attempt.cancel(options.signal?.reason);
+  if (options.signal?.aborted) onCancel();
+  options.signal?.addEventListener('abort', onCancel, { once: true });
+  try {
+    return await runUnderLease(definition, options, attempt, { type: 'own', keeper });
+  } finally {
+    keeper.stop();
+    options.signal?.removeEventListener('abort', onCancel);
+  }
 }
 
-async function createRun<State, Input, Output>(
+/**
+ * Runs a child run under its parent's lease (see `EffectContext.runChild`): it is adopted at the
+ * parent's epoch, has no heartbeat of its own, and stops when the parent's attempt stops.
+ */
+async function runChildDurable<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
-) {
+  parent: Attempt,
+  parentLease: () => Lease,
+): Promise<DurableRunResult<State, Output>> {
+  parent.assertActive();
+  const record = await findOrCreate(definition, options);
+  const finished = finishedResult(definition, record);
+  if (finished !== undefined) return finished;
+  checkDrift(definition, record, options.force);
+  const lease = await options.store.adopt(options.runId, parentLease());
+  if (lease === undefined) {
+    const error = new LeaseLostError(
+      parent.runId,
+      parent.epoch,
+      `a newer holder adopted child "${options.runId}"`,
+    );
+    parent.loseLease(error);
+    throw error;
+  }
+  const attempt = new Attempt(options.runId, lease.epoch, options.onBoundary, parent);
+  return runUnderLease(definition, options, attempt, { type: 'child', lease, parent });
+}
+
+async function findOrCreate<State, Input, Output>(
+  definition: DurableDefinition<State, Input, Output>,
+  options: DurableRunOptions<Input>,
+): Promise<RunRecord> {
+  const existing = (await options.store.load(options.runId))?.run;
+  if (existing !== undefined) return existing;
+  if (options.mode === 'resume') throw new RunNotFoundError(options.runId);
   const initial: RuntimeSnapshot<State> = {
     format: 1,
     state: definition.init(options.input as Input, options.runId),
     pending: null,
     journalSeq: 0,
   };
-  return options.store.create({
+  const { run } = await options.store.create({
     runId: options.runId,
     kind: definition.kind,
     name: definition.name,
     signature: definition.signature,
     snapshot: jsonClone(initial) as unknown as JsonValue,
   });
+  return run;
 }
 
 function checkDrift<State, Input, Output>(
@@ -138,20 +186,28 @@ function finishedResult<State, Input, Output>(
 async function runUnderLease<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
-  lease: Lease,
+  attempt: Attempt,
+  holding: Holding,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId, clock } = options;
-  const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
-  const keeper = keepLease({
-    store,
-    lease,
-    ttlMs: options.leaseMs,
-    clock,
-    onLost: (error) => attempt.loseLease(error),
-  });
-  const onCancel = () => attempt.cancel(options.signal?.reason);
-  if (options.signal?.aborted) onCancel();
-  options.signal?.addEventListener('abort', onCancel, { once: true });
+  const currentLease = () => (holding.type === 'own' ? holding.keeper.lease : holding.lease);
+  const release = async () => {
+    // A child's lease is its parent's: the parent releases.
+    if (holding.type === 'own') await store.release(currentLease()).catch(() => undefined);
+  };
+  const runChild: ChildStarter = (childDefinition, input, childRunId) =>
+    runChildDurable(
+      childDefinition,
+      {
+        ...options,
+        runId: childRunId,
+        mode: 'execute',
+        input,
+        deleteOnComplete: false,
+      },
+      attempt,
+      holding.type === 'own' ? () => holding.keeper.lease : () => holding.lease,
+    );
   let writer: RunWriter | undefined;
 
   try {
@@ -160,7 +216,7 @@ async function runUnderLease<State, Input, Output>(
     if (loaded === undefined) throw new RunNotFoundError(runId);
     const finished = finishedResult(definition, loaded.run);
     if (finished !== undefined) {
-      await store.release(keeper.lease);
+      await release();
       return finished;
     }
     checkDrift(definition, loaded.run, options.force);
@@ -178,7 +234,7 @@ async function runUnderLease<State, Input, Output>(
     );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
 
-    const performer = new EffectPerformer(definition, attempt, writer, clock);
+    const performer = new EffectPerformer(definition, attempt, writer, clock, runChild);
     let result: StepResult<State> =
       snapshot.pending === null
         ? definition.step(snapshot.state, { type: 'start', now: clock.now() })
@@ -187,13 +243,10 @@ async function runUnderLease<State, Input, Output>(
     for (;;) {
       const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
+      const lastSeq = writer.lastSeq;
+      const state = result.state;
       const runtimeSnapshot = (pending: PerformCommand[]): JsonValue =>
-        jsonClone({
-          format: 1,
-          state: result.state,
-          pending,
-          journalSeq: writer!.lastSeq,
-        }) as unknown as JsonValue;
+        jsonClone({ format: 1, state, pending, journalSeq: lastSeq }) as unknown as JsonValue;
 
       if (end?.type === 'complete') {
         const output = jsonClone(end.output);
@@ -203,13 +256,13 @@ async function runUnderLease<State, Input, Output>(
           snapshot: runtimeSnapshot([]),
           output,
         });
-        await releaseQuietly(store, keeper.lease);
+        await release();
         if (options.deleteOnComplete) await store.delete(runId);
         return {
           runId,
           output: definition.parseOutput(output),
-          state: result.state,
-          epoch: lease.epoch,
+          state,
+          epoch: attempt.epoch,
           resumed,
         };
       }
@@ -220,7 +273,7 @@ async function runUnderLease<State, Input, Output>(
           snapshot: runtimeSnapshot([]),
           error: end.error,
         });
-        await releaseQuietly(store, keeper.lease);
+        await release();
         throw deserializeError(end.error);
       }
       if (performs.length === 0) {
@@ -236,14 +289,14 @@ async function runUnderLease<State, Input, Output>(
           snapshot: runtimeSnapshot(performs),
         });
       }
-      result = await performer.settleAndStep(result.state, performs);
+      result = await performer.settleAndStep(state, performs);
     }
   } catch (error) {
-    await stopAfterError(error, attempt, writer, store, keeper.lease);
+    await stopAfterError(error, attempt, writer, store);
+    await (attempt.stopped?.type === 'crashed' || attempt.stopped?.type === 'lease-lost'
+      ? undefined
+      : release());
     throw error;
-  } finally {
-    keeper.stop();
-    options.signal?.removeEventListener('abort', onCancel);
   }
 }
 
@@ -253,136 +306,17 @@ async function stopAfterError(
   attempt: Attempt,
   writer: RunWriter | undefined,
   store: DurableStore,
-  lease: Lease,
 ): Promise<void> {
   const stopped = attempt.stopped;
   // A crashed process writes nothing more, and a holder that lost its lease may not.
-  if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost') return;
-  if (writer !== undefined) {
-    const update =
-      stopped?.type === 'cancelled'
-        ? { status: 'cancelled' as const, error: serializeError(error) }
-        : error instanceof RunSuspendedError
-          ? { status: 'suspended' as const, error: serializeError(error) }
-          : undefined;
-    if (update !== undefined) {
-      // The store may still be down; a run left `running` is recovered when its lease runs out.
-      await store.updateStatus(attempt.runId, attempt.epoch, update).catch(() => undefined);
-    }
-  }
-  await releaseQuietly(store, lease);
-}
-
-async function releaseQuietly(store: DurableStore, lease: Lease): Promise<void> {
-  await store.release(lease).catch(() => undefined);
-}
-
-/**
- * Settles a batch of commanded effects against the journal: reuse what settled, answer `unknown` for a
- * non-idempotent effect found in flight, perform the rest; then hands the outcomes to the step function.
- */
-class EffectPerformer<State, Input, Output> {
-  constructor(
-    private readonly definition: DurableDefinition<State, Input, Output>,
-    private readonly attempt: Attempt,
-    private readonly writer: RunWriter,
-    private readonly clock: Clock,
-  ) {}
-
-  async settleAndStep(
-    state: State,
-    commands: readonly PerformCommand[],
-  ): Promise<StepResult<State>> {
-    const settled: SettledEffect[] = [];
-    let now = 0;
-    const toPerform: number[] = [];
-    commands.forEach((command, index) => {
-      const marks = this.writer.marksOf(command.id);
-      if (marks.settled !== undefined) {
-        settled[index] = { id: command.id, outcome: marks.settled.outcome };
-        now = Math.max(now, marks.settled.at);
-      } else if (marks.started !== undefined && !command.idempotent) {
-        const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
-        settled[index] = { id: command.id, outcome: entry.outcome };
-        now = Math.max(now, entry.at);
-      } else {
-        toPerform.push(index);
-      }
-    });
-
-    // Write-ahead: a non-idempotent effect is durably marked started before it runs.
-    let mustFlush = false;
-    for (const index of toPerform) {
-      const command = commands[index]!;
-      if (!command.idempotent) {
-        this.writer.recordStarted(command.id);
-        mustFlush = true;
-      }
-    }
-    if (mustFlush) await this.writer.flush();
-
-    const results = await Promise.allSettled(
-      toPerform.map(async (index) => {
-        const command = commands[index]!;
-        const outcome = await this.perform(command, state);
-        const entry = this.writer.recordSettled(command.id, outcome);
-        if (!command.idempotent) await this.writer.flush();
-        settled[index] = { id: command.id, outcome };
-        now = Math.max(now, entry.at);
-      }),
-    );
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure !== undefined) {
-      this.attempt.assertActive();
-      throw failure.reason;
-    }
-    this.attempt.assertActive();
-    return this.definition.step(state, { type: 'settled', now, effects: settled });
-  }
-
-  private async perform(command: PerformCommand, state: State): Promise<EffectOutcome> {
-    const maxAttempts = command.retry?.maxAttempts ?? 1;
-    const boundary = {
-      runId: this.attempt.runId,
-      effectId: command.id,
-      effectKind: command.effect.kind,
-    };
-    for (let try_ = 1; ; try_ += 1) {
-      await this.attempt.pass({ point: 'effect.before', ...boundary });
-      let outcome: EffectOutcome;
-      try {
-        const value = await this.definition.perform(command.effect, {
-          runId: this.attempt.runId,
-          state,
-          effectId: command.id,
-          epoch: this.attempt.epoch,
-          signal: this.attempt.signal,
-          clock: this.clock,
-          attempt: try_,
-        });
-        outcome = { status: 'ok', value: jsonClone(value ?? null) };
-      } catch (error) {
-        this.attempt.assertActive();
-        const retryable = isCairnError(error) && error.retryable;
-        if (retryable && try_ < maxAttempts) {
-          await this.clock.sleep(retryDelay(error, try_, command), this.attempt.signal);
-          continue;
-        }
-        outcome = { status: 'error', error: serializeError(error) as SerializedError };
-      }
-      await this.attempt.pass({ point: 'effect.after', ...boundary });
-      return outcome;
-    }
-  }
-}
-
-/** Backoff for an effect, or the wait the error asks for (a provider's retry-after). */
-function retryDelay(error: CairnError, try_: number, command: PerformCommand): number {
-  const asked = error.data.retryAfterMs;
-  if (typeof asked === 'number' && asked >= 0) return asked;
-  return backoffDelay(
-    try_,
-    command.retry?.initialDelayMs ?? 200,
-    command.retry?.maxDelayMs ?? 10_000,
-  );
+  if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost' || writer === undefined) return;
+  const update =
+    stopped?.type === 'cancelled'
+      ? { status: 'cancelled' as const, error: serializeError(error) }
+      : error instanceof RunSuspendedError
+        ? { status: 'suspended' as const, error: serializeError(error) }
+        : undefined;
+  if (update === undefined) return;
+  // The store may still be down; a run left `running` is recovered when its lease runs out.
+  await store.updateStatus(attempt.runId, attempt.epoch, update).catch(() => undefined);
 }

@@ -69,6 +69,22 @@ export interface EffectContext<State = unknown> {
   clock: Clock;
   /** Which try of this effect this is, from 1. */
   attempt: number;
+  /**
+   * Runs (or continues) a child run under this run's lease: its own checkpoints under `childRunId`, its
+   * writes fenced by this run's epoch. A child that already ended returns its stored end at once.
+   */
+  runChild<ChildState, ChildInput, ChildOutput>(
+    definition: DurableDefinition<ChildState, ChildInput, ChildOutput>,
+    input: ChildInput,
+    childRunId: string,
+  ): Promise<ChildRunResult<ChildState, ChildOutput>>;
+}
+
+/** How a child run ended. */
+export interface ChildRunResult<State, Output> {
+  runId: string;
+  output: Output;
+  state: State;
 }
 
 /**

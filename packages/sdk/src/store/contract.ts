@@ -147,6 +147,13 @@ export interface LeaseStore {
   renew(lease: Lease, ttlMs: number): Promise<Lease>;
   /** Gives the run up at once so another owner can claim it without waiting; a lost lease is a no-op. */
   release(lease: Lease): Promise<void>;
+  /**
+   * Claims a child run for the holder of its parent's lease: raises the child's epoch to the parent's
+   * epoch when it is not higher, and returns `undefined` otherwise (a newer parent holder adopted it).
+   * The child then needs no heartbeat of its own, and a parent holder that lost its lease is fenced out
+   * of the child's writes too. Throws `RunNotFoundError` for an unknown child.
+   */
+  adopt(childRunId: string, parent: Lease): Promise<Lease | undefined>;
 }
 
 /** A store implementing both contracts, which is what a durable run needs. */

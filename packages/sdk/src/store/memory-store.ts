@@ -158,6 +158,21 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       return { ...lease, leaseUntil: record.leaseUntil };
     },
 
+    async adopt(childRunId, parent) {
+      const record = mustGet(childRunId).record;
+      if (record.epoch > parent.epoch) return undefined;
+      record.epoch = parent.epoch;
+      record.owner = parent.owner;
+      record.leaseUntil = parent.leaseUntil;
+      record.updatedAt = clock.now();
+      return {
+        runId: childRunId,
+        owner: parent.owner,
+        epoch: parent.epoch,
+        leaseUntil: parent.leaseUntil,
+      };
+    },
+
     async release(lease) {
       const record = runs.get(lease.runId)?.record;
       if (record === undefined || record.epoch !== lease.epoch || record.owner !== lease.owner)
