@@ -11,7 +11,13 @@ import {
   type DurableStore,
   type Model,
 } from '@cairn/sdk';
-import { createFakeClock, scriptedModel, SimulatedCrash, type ScriptedTurn } from '@cairn/testing';
+import {
+  createFakeClock,
+  scriptedModel,
+  SimulatedCrash,
+  type ScriptedModel,
+  type ScriptedTurn,
+} from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { countingTool, flakyStore } from './helpers.js';
@@ -34,7 +40,8 @@ function setup(
   const clock = createFakeClock({ autoAdvance: true });
   const store = options.store ?? memoryStore({ clock });
   const alpha = countingTool('alpha');
-  const model = options.model ?? scriptedModel(options.script ?? twoTrips);
+  // Tests that pass their own model do not read `calls`.
+  const model = (options.model ?? scriptedModel(options.script ?? twoTrips)) as ScriptedModel;
   const make = (extra: Partial<Parameters<typeof defineAgent>[0]> = {}) =>
     defineAgent({
       name: 'assistant',

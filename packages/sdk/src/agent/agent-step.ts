@@ -112,7 +112,13 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
     commands.push({
       type: 'perform',
       id: toolEffectId(state.trips, call.id),
-      effect: { kind: 'tool', tool: call.name, toolCallId: call.id, args: call.args },
+      effect: {
+        kind: 'tool',
+        tool: call.name,
+        toolCallId: call.id,
+        args: call.args,
+        trip: state.trips,
+      },
       idempotent: tool.idempotent,
       ...(tool.retry === undefined ? {} : { retry: tool.retry }),
     });

@@ -1,3 +1,4 @@
+import type { TracerProvider } from '@opentelemetry/api';
 import { z } from 'zod';
 import { AgentDriftError, CairnError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
@@ -25,6 +26,7 @@ import { structuralSignature } from '../signature.js';
 import { jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
 import { agentInit, agentStep, type AgentShape } from './agent-step.js';
+import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
 export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
@@ -40,6 +42,8 @@ export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
   /** Bump it to mark a change the signature cannot see (say, a tool's behaviour). */
   version?: string | number;
   durable?: DurableOptions;
+  /** Where spans go. @defaultValue the global tracer provider (a no-op until an OpenTelemetry SDK registers one) */
+  tracerProvider?: TracerProvider;
   /** Retries of `retryable` model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
 }
@@ -126,6 +130,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     parseState: (state) => agentStateSchema.parse(state),
     parseOutput: (output) => output as Output,
     driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
+    telemetry: agentTelemetry(config.name, config.model),
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);
       if (effect.kind === 'tool') return callTool(effect, context);
@@ -170,7 +175,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     return (result ?? null) as JsonValue;
   }
 
-  const runner = createRunner(definition, config.durable);
+  const runner = createRunner(definition, config.durable, config.tracerProvider);
   const toResult = (run: DurableRunResult<AgentState, Output>): AgentResult<Output> => ({
     runId: run.runId,
     output: run.output,

@@ -1,3 +1,4 @@
+import { context as otelContext, type Context, type Span } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
 import { isCairnError, serializeError, type CairnError } from '../errors.js';
 import { jsonClone } from '../json.js';
@@ -5,15 +6,22 @@ import type { EffectOutcome } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
 import type {
+  ChildRunResult,
   DurableDefinition,
   EffectContext,
   PerformCommand,
   SettledEffect,
   StepResult,
 } from './step-function.js';
+import { recordError, type AttemptTracing } from './tracing.js';
 
-/** Starts a child run under the current attempt's lease; supplied by the runtime loop. */
-export type ChildStarter = EffectContext['runChild'];
+/** Starts a child run under the current attempt's lease, its run span below `parent`. */
+export type ChildLauncher = (
+  definition: DurableDefinition<unknown, unknown, unknown>,
+  input: unknown,
+  childRunId: string,
+  parent: Context,
+) => Promise<ChildRunResult<unknown, unknown>>;
 
 /**
  * Settles a batch of commanded effects against the journal: reuse what settled, answer `unknown` for a
@@ -25,7 +33,8 @@ export class EffectPerformer<State, Input, Output> {
     private readonly attempt: Attempt,
     private readonly writer: RunWriter,
     private readonly clock: Clock,
-    private readonly runChild: ChildStarter,
+    private readonly tracing: AttemptTracing,
+    private readonly launchChild: ChildLauncher,
   ) {}
 
   async settleAndStep(
@@ -42,6 +51,7 @@ export class EffectPerformer<State, Input, Output> {
         now = Math.max(now, marks.settled.at);
       } else if (marks.started !== undefined && !command.idempotent) {
         const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
+        this.tracing.reportUnknown(command);
         settled[index] = { id: command.id, outcome: entry.outcome };
         now = Math.max(now, entry.at);
       } else {
@@ -80,32 +90,69 @@ export class EffectPerformer<State, Input, Output> {
   }
 
   private async perform(command: PerformCommand, state: State): Promise<EffectOutcome> {
+    const { span, context } = this.tracing.startEffect(command);
+    try {
+      const outcome = await this.performTries(command, state, span, context);
+      if (outcome.status === 'ok') this.tracing.settled(span, command, outcome.value);
+      else if (outcome.status === 'error') {
+        span.setAttribute('cairn.error.code', outcome.error.code);
+        span.recordException({ name: outcome.error.name, message: outcome.error.message });
+        span.setStatus({ code: 2, message: outcome.error.message });
+      }
+      return outcome;
+    } catch (error) {
+      recordError(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async performTries(
+    command: PerformCommand,
+    state: State,
+    span: Span,
+    context: Context,
+  ): Promise<EffectOutcome> {
     const maxAttempts = command.retry?.maxAttempts ?? 1;
     const boundary = {
       runId: this.attempt.runId,
       effectId: command.id,
       effectKind: command.effect.kind,
     };
+    const runChild = ((
+      definition: DurableDefinition<unknown, unknown, unknown>,
+      input: unknown,
+      childRunId: string,
+    ) => this.launchChild(definition, input, childRunId, context)) as EffectContext['runChild'];
     for (let try_ = 1; ; try_ += 1) {
       await this.attempt.pass({ point: 'effect.before', ...boundary });
       let outcome: EffectOutcome;
       try {
-        const value = await this.definition.perform(command.effect, {
-          runId: this.attempt.runId,
-          state,
-          effectId: command.id,
-          epoch: this.attempt.epoch,
-          signal: this.attempt.signal,
-          clock: this.clock,
-          attempt: try_,
-          runChild: this.runChild,
-        });
+        const value = await otelContext.with(context, () =>
+          this.definition.perform(command.effect, {
+            runId: this.attempt.runId,
+            state,
+            effectId: command.id,
+            epoch: this.attempt.epoch,
+            signal: this.attempt.signal,
+            clock: this.clock,
+            attempt: try_,
+            runChild,
+          }),
+        );
         outcome = { status: 'ok', value: jsonClone(value ?? null) };
       } catch (error) {
         this.attempt.assertActive();
         const retryable = isCairnError(error) && error.retryable;
         if (retryable && try_ < maxAttempts) {
-          await this.clock.sleep(retryDelay(error, try_, command), this.attempt.signal);
+          const delay = retryDelay(error, try_, command);
+          span.addEvent('cairn.retry', {
+            'cairn.attempt': try_,
+            'cairn.retry.delay_ms': delay,
+            'cairn.error.code': error.code,
+          });
+          await this.clock.sleep(delay, this.attempt.signal);
           continue;
         }
         outcome = { status: 'error', error: serializeError(error) };

@@ -1,7 +1,15 @@
+import {
+  context as otelContext,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
 import {
   CairnError,
   deserializeError,
+  DriftError,
   LeaseHeldError,
   LeaseLostError,
   RunNotFoundError,
@@ -11,7 +19,7 @@ import {
 import { jsonClone, type JsonValue } from '../json.js';
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
-import { EffectPerformer, type ChildStarter } from './effect-performer.js';
+import { EffectPerformer, type ChildLauncher } from './effect-performer.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
 import { RunWriter, type StoreRetryPolicy } from './run-writer.js';
 import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
@@ -21,6 +29,7 @@ import type {
   PerformCommand,
   StepResult,
 } from './step-function.js';
+import { AttemptTracing, linkToOrigin, recordError, type StoredTraceContext } from './tracing.js';
 
 /** Everything one attempt at a run needs. */
 export interface DurableRunOptions<Input> {
@@ -36,6 +45,9 @@ export interface DurableRunOptions<Input> {
   leaseMs: number;
   storeRetry: StoreRetryPolicy;
   deleteOnComplete: boolean;
+  tracer: Tracer;
+  /** The span context the run span starts under. @defaultValue the active context */
+  parentContext?: Context;
   onBoundary?: BoundaryHook;
   /** Aborting it cancels the run: in-flight effects see their signal abort, the run ends `cancelled`. */
   signal?: AbortSignal;
@@ -53,85 +65,170 @@ export interface DurableRunResult<State, Output> {
 }
 
 /** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
-type Holding =
-  { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease; parent: Attempt };
+type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
+
+/** Claims the run for one attempt, once it is known to exist and not to have ended. */
+type Claim = (span: Span) => Promise<{ attempt: Attempt; holding: Holding; stop(): void }>;
 
 /**
  * Runs a durable step function to its end from wherever its store says it is: the runtime loop of
  * DESIGN.md. Returns the output of a completed run and throws the typed error of a failed one.
  */
-export async function runDurable<State, Input, Output>(
+export function runDurable<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId } = options;
-  const record = await findOrCreate(definition, options);
-  const finished = finishedResult(definition, record);
-  if (finished !== undefined) return finished;
-  checkDrift(definition, record, options.force);
-
-  const lease = await store.acquire(runId, { owner: options.owner, ttlMs: options.leaseMs });
-  if (lease === undefined) throw new LeaseHeldError(runId);
-  const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
-  const keeper = keepLease({
-    store,
-    lease,
-    ttlMs: options.leaseMs,
-    clock: options.clock,
-    onLost: (error) => attempt.loseLease(error),
+  return traceAttempt(definition, options, async (span) => {
+    const lease = await store.acquire(runId, { owner: options.owner, ttlMs: options.leaseMs });
+    if (lease === undefined) throw new LeaseHeldError(runId);
+    const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
+    const keeper = keepLease({
+      store,
+      lease,
+      ttlMs: options.leaseMs,
+      clock: options.clock,
+      onLost: (error) => {
+        span.addEvent('cairn.lease_lost', {
+          'cairn.run.epoch': lease.epoch,
+          'cairn.error.message': error.message,
+        });
+        attempt.loseLease(error);
+      },
+    });
+    const onCancel = () => attempt.cancel(options.signal?.reason);
+    if (options.signal?.aborted) onCancel();
+    options.signal?.addEventListener('abort', onCancel, { once: true });
+    return {
+      attempt,
+      holding: { type: 'own', keeper },
+      stop() {
+        keeper.stop();
+        options.signal?.removeEventListener('abort', onCancel);
+      },
+    };
   });
-  const onCancel = () => attempt.cancel(options.signal?.reason);
-  if (options.signal?.aborted) onCancel();
-  options.signal?.addEventListener('abort', onCancel, { once: true });
-  try {
-    return await runUnderLease(definition, options, attempt, { type: 'own', keeper });
-  } finally {
-    keeper.stop();
-    options.signal?.removeEventListener('abort', onCancel);
-  }
 }
 
 /**
  * Runs a child run under its parent's lease (see `EffectContext.runChild`): it is adopted at the
  * parent's epoch, has no heartbeat of its own, and stops when the parent's attempt stops.
  */
-async function runChildDurable<State, Input, Output>(
+function runChildDurable<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
   parent: Attempt,
   parentLease: () => Lease,
 ): Promise<DurableRunResult<State, Output>> {
   parent.assertActive();
-  const record = await findOrCreate(definition, options);
-  const finished = finishedResult(definition, record);
-  if (finished !== undefined) return finished;
-  checkDrift(definition, record, options.force);
-  const lease = await options.store.adopt(options.runId, parentLease());
-  if (lease === undefined) {
-    const error = new LeaseLostError(
-      parent.runId,
-      parent.epoch,
-      `a newer holder adopted child "${options.runId}"`,
-    );
-    parent.loseLease(error);
-    throw error;
-  }
-  const attempt = new Attempt(options.runId, lease.epoch, options.onBoundary, parent);
-  return runUnderLease(definition, options, attempt, { type: 'child', lease, parent });
+  return traceAttempt(definition, options, async () => {
+    const lease = await options.store.adopt(options.runId, parentLease());
+    if (lease === undefined) {
+      const error = new LeaseLostError(
+        parent.runId,
+        parent.epoch,
+        `a newer holder adopted child "${options.runId}"`,
+      );
+      parent.loseLease(error);
+      throw error;
+    }
+    const attempt = new Attempt(options.runId, lease.epoch, options.onBoundary, parent);
+    return { attempt, holding: { type: 'child', lease }, stop: () => undefined };
+  });
 }
 
-async function findOrCreate<State, Input, Output>(
+/** One attempt inside its `cairn.run` span: find or create the run, short-circuit, check drift, claim, run. */
+async function traceAttempt<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
-): Promise<RunRecord> {
+  claim: Claim,
+): Promise<DurableRunResult<State, Output>> {
   const existing = (await options.store.load(options.runId))?.run;
-  if (existing !== undefined) return existing;
-  if (options.mode === 'resume') throw new RunNotFoundError(options.runId);
+  if (existing === undefined && options.mode === 'resume')
+    throw new RunNotFoundError(options.runId);
+  const origin = existing === undefined ? undefined : storedTrace(existing);
+  const span = options.tracer.startSpan(
+    'cairn.run',
+    {
+      attributes: {
+        'cairn.run.id': options.runId,
+        'cairn.run.kind': definition.kind,
+        [`cairn.${definition.kind}.name`]: definition.name,
+        'cairn.run.resumed': existing !== undefined,
+        'cairn.worker.owner': options.owner,
+      },
+      links: linkToOrigin(origin),
+    },
+    options.parentContext ?? otelContext.active(),
+  );
+  try {
+    const record = existing ?? (await createRun(definition, options, span));
+    const finished = finishedResult(definition, record);
+    if (finished !== undefined) {
+      span.setAttributes({ 'cairn.run.outcome': 'completed', 'cairn.run.short_circuit': true });
+      return finished;
+    }
+    checkDrift(definition, record, options.force);
+    const { attempt, holding, stop } = await claim(span);
+    span.setAttribute('cairn.run.epoch', attempt.epoch);
+    try {
+      const result = await runUnderLease(definition, options, attempt, holding, span);
+      span.setAttribute('cairn.run.outcome', 'completed');
+      return result;
+    } catch (error) {
+      span.setAttribute('cairn.run.outcome', outcomeOf(error, attempt));
+      throw error;
+    } finally {
+      stop();
+    }
+  } catch (error) {
+    if (error instanceof DriftError) {
+      span.addEvent('cairn.drift', {
+        'cairn.signature.stored': error.stored,
+        'cairn.signature.current': error.current,
+      });
+    }
+    if (error instanceof RunSuspendedError) span.addEvent('cairn.suspended');
+    recordError(span, error);
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+function outcomeOf(error: unknown, attempt: Attempt): string {
+  const stopped = attempt.stopped?.type;
+  if (stopped === 'crashed') return 'crashed';
+  if (stopped === 'lease-lost' || error instanceof LeaseLostError) return 'lease_lost';
+  if (stopped === 'cancelled') return 'cancelled';
+  if (error instanceof RunSuspendedError) return 'suspended';
+  return 'failed';
+}
+
+function storedTrace(record: RunRecord): StoredTraceContext | undefined {
+  const snapshot = record.snapshot;
+  if (snapshot === null || typeof snapshot !== 'object' || Array.isArray(snapshot))
+    return undefined;
+  const stored = snapshot.trace;
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return undefined;
+  const { traceId, spanId } = stored;
+  return typeof traceId === 'string' && typeof spanId === 'string'
+    ? { traceId, spanId }
+    : undefined;
+}
+
+async function createRun<State, Input, Output>(
+  definition: DurableDefinition<State, Input, Output>,
+  options: DurableRunOptions<Input>,
+  span: Span,
+): Promise<RunRecord> {
+  const { traceId, spanId } = span.spanContext();
   const initial: RuntimeSnapshot<State> = {
     format: 1,
     state: definition.init(options.input as Input, options.runId),
     pending: null,
     journalSeq: 0,
+    ...(trace.isSpanContextValid(span.spanContext()) ? { trace: { traceId, spanId } } : {}),
   };
   const { run } = await options.store.create({
     runId: options.runId,
@@ -188,6 +285,7 @@ async function runUnderLease<State, Input, Output>(
   options: DurableRunOptions<Input>,
   attempt: Attempt,
   holding: Holding,
+  runSpan: Span,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId, clock } = options;
   const currentLease = () => (holding.type === 'own' ? holding.keeper.lease : holding.lease);
@@ -195,7 +293,7 @@ async function runUnderLease<State, Input, Output>(
     // A child's lease is its parent's: the parent releases.
     if (holding.type === 'own') await store.release(currentLease()).catch(() => undefined);
   };
-  const runChild: ChildStarter = (childDefinition, input, childRunId) =>
+  const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>
     runChildDurable(
       childDefinition,
       {
@@ -204,10 +302,13 @@ async function runUnderLease<State, Input, Output>(
         mode: 'execute',
         input,
         deleteOnComplete: false,
+        parentContext,
       },
       attempt,
-      holding.type === 'own' ? () => holding.keeper.lease : () => holding.lease,
+      currentLease,
     );
+  const runContext = trace.setSpan(options.parentContext ?? otelContext.active(), runSpan);
+  const tracing = new AttemptTracing(options.tracer, definition.telemetry, runSpan, runContext);
   let writer: RunWriter | undefined;
 
   try {
@@ -234,7 +335,7 @@ async function runUnderLease<State, Input, Output>(
     );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
 
-    const performer = new EffectPerformer(definition, attempt, writer, clock, runChild);
+    const performer = new EffectPerformer(definition, attempt, writer, clock, tracing, launchChild);
     let result: StepResult<State> =
       snapshot.pending === null
         ? definition.step(snapshot.state, { type: 'start', now: clock.now() })
@@ -246,7 +347,13 @@ async function runUnderLease<State, Input, Output>(
       const lastSeq = writer.lastSeq;
       const state = result.state;
       const runtimeSnapshot = (pending: PerformCommand[]): JsonValue =>
-        jsonClone({ format: 1, state, pending, journalSeq: lastSeq }) as unknown as JsonValue;
+        jsonClone({
+          format: 1,
+          state,
+          pending,
+          journalSeq: lastSeq,
+          ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
+        }) as unknown as JsonValue;
 
       if (end?.type === 'complete') {
         const output = jsonClone(end.output);
@@ -256,6 +363,7 @@ async function runUnderLease<State, Input, Output>(
           snapshot: runtimeSnapshot([]),
           output,
         });
+        tracing.closeAll();
         await release();
         if (options.deleteOnComplete) await store.delete(runId);
         return {
@@ -273,6 +381,7 @@ async function runUnderLease<State, Input, Output>(
           snapshot: runtimeSnapshot([]),
           error: end.error,
         });
+        tracing.closeAll(end.error);
         await release();
         throw deserializeError(end.error);
       }
@@ -288,14 +397,16 @@ async function runUnderLease<State, Input, Output>(
           signature: definition.signature,
           snapshot: runtimeSnapshot(performs),
         });
+        tracing.closeSettledUnits(performs);
       }
       result = await performer.settleAndStep(state, performs);
     }
   } catch (error) {
+    tracing.closeAll(error);
     await stopAfterError(error, attempt, writer, store);
-    await (attempt.stopped?.type === 'crashed' || attempt.stopped?.type === 'lease-lost'
-      ? undefined
-      : release());
+    const mayRelease =
+      attempt.stopped?.type !== 'crashed' && attempt.stopped?.type !== 'lease-lost';
+    if (mayRelease) await release();
     throw error;
   }
 }

@@ -1,3 +1,4 @@
+import type { TracerProvider } from '@opentelemetry/api';
 import { systemClock, type Clock } from '../clock.js';
 import { CairnError } from '../errors.js';
 import { memoryStore } from '../store/memory-store.js';
@@ -5,6 +6,7 @@ import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
 import { defaultStoreRetry, type StoreRetryPolicy } from './run-writer.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
+import { cairnTracer } from './tracing.js';
 
 /** Where and how a definition's runs are kept. Without it, runs live in memory for one call only. */
 export interface DurableOptions {
@@ -45,10 +47,11 @@ export interface Runner<State, Input, Output> {
   resume(runId: string, options?: ResumeOptions): Promise<DurableRunResult<State, Output>>;
 }
 
-/** Binds a definition to its durable options. */
+/** Binds a definition to its durable options and tracer provider. */
 export function createRunner<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   durable: DurableOptions | undefined,
+  tracerProvider?: TracerProvider,
 ): Runner<State, Input, Output> {
   const owner = durable?.owner ?? `${definition.kind}:${definition.name}:${crypto.randomUUID()}`;
   const common = (store: DurableStore) => ({
@@ -58,6 +61,8 @@ export function createRunner<State, Input, Output>(
     leaseMs: durable?.leaseMs ?? 30_000,
     storeRetry: { ...defaultStoreRetry, ...durable?.storeRetry },
     deleteOnComplete: durable?.deleteOnComplete ?? false,
+    // Looked up per run, so a provider registered after the definition is still used.
+    tracer: cairnTracer(tracerProvider),
   });
   const hooks = (options: ExecuteOptions | ResumeOptions) => ({
     ...(options.signal === undefined ? {} : { signal: options.signal }),

@@ -1,6 +1,7 @@
 import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { PerformCommand } from './step-function.js';
+import type { StoredTraceContext } from './tracing.js';
 
 /** The runtime's checkpoint format: the step function's state and the effects it still waits for. */
 export interface RuntimeSnapshot<State = JsonValue> {
@@ -10,6 +11,8 @@ export interface RuntimeSnapshot<State = JsonValue> {
   pending: PerformCommand[] | null;
   /** The last journal seq handed out when the checkpoint was taken. */
   journalSeq: number;
+  /** The first attempt's run span, so a resumed attempt's span can link to the original trace. */
+  trace?: StoredTraceContext;
 }
 
 function invalid(runId: string, why: string): CairnError {
@@ -59,5 +62,21 @@ export function parseRuntimeSnapshot<State>(
       { cause: error, data: { runId } },
     );
   }
-  return { format: 1, state, pending: pending as unknown as PerformCommand[] | null, journalSeq };
+  const snapshot: RuntimeSnapshot<State> = {
+    format: 1,
+    state,
+    pending: pending as unknown as PerformCommand[] | null,
+    journalSeq,
+  };
+  const trace = stored.trace;
+  if (
+    trace !== null &&
+    typeof trace === 'object' &&
+    !Array.isArray(trace) &&
+    typeof trace.traceId === 'string' &&
+    typeof trace.spanId === 'string'
+  ) {
+    snapshot.trace = { traceId: trace.traceId, spanId: trace.spanId };
+  }
+  return snapshot;
 }

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { CairnError, SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
+import type { EffectTelemetry } from './tracing.js';
 
 /** What a command asks the runtime to do, as JSON: `kind` selects the definition's handler. */
 export interface Effect extends JsonObject {
@@ -104,6 +105,8 @@ export interface DurableDefinition<State, Input, Output> {
   /** Turns a stored output back into the definition's output type. */
   parseOutput(output: JsonValue): Output;
   driftError(runId: string, stored: string, current: string): CairnError;
+  /** How the spans of its effects are named and grouped into trips or nodes. */
+  readonly telemetry?: EffectTelemetry;
 }
 
 /** The points between which a crash can fall. */
