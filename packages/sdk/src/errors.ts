@@ -14,6 +14,7 @@ export type CairnErrorCode =
   | 'LEASE_HELD'
   | 'STORE_UNAVAILABLE'
   | 'STORE_FAILED'
+  | 'SCHEMA_MISMATCH'
   | 'SNAPSHOT_INVALID'
   | 'RUN_SUSPENDED'
   | 'RUN_CANCELLED'
@@ -23,7 +24,11 @@ export type CairnErrorCode =
   | 'MODEL_FAILED'
   | 'TOOL_NOT_FOUND'
   | 'TOOL_INPUT_INVALID'
-  | 'TOOL_FAILED';
+  | 'TOOL_FAILED'
+  | 'PLAN_INVALID'
+  | 'NODE_FAILED'
+  | 'REF_UNRESOLVED'
+  | 'OUTCOME_UNKNOWN';
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {
@@ -124,6 +129,19 @@ export class PlannerDriftError extends DriftError {
 }
 brand(PlannerDriftError, 'PlannerDriftError');
 
+/** A planner node failed and the planner's replan budget was spent; its error is the `cause`. */
+export class NodeFailedError extends CairnError {
+  readonly nodeId: string;
+  readonly capability: string;
+  constructor(nodeId: string, capability: string, message: string, cause?: unknown) {
+    super('NODE_FAILED', message, { cause, data: { nodeId, capability } });
+    this.name = 'NodeFailedError';
+    this.nodeId = nodeId;
+    this.capability = capability;
+  }
+}
+brand(NodeFailedError, 'NodeFailedError');
+
 /** A write or renewal named an epoch that is no longer current: another holder claimed the run. */
 export class LeaseLostError extends CairnError {
   readonly runId: string;
@@ -223,6 +241,7 @@ const typedErrorPrototypes: Partial<Record<string, object>> = {
   RUN_NOT_FOUND: RunNotFoundError.prototype,
   AGENT_DRIFT: AgentDriftError.prototype,
   PLANNER_DRIFT: PlannerDriftError.prototype,
+  NODE_FAILED: NodeFailedError.prototype,
   LEASE_LOST: LeaseLostError.prototype,
   LEASE_HELD: LeaseHeldError.prototype,
   RUN_SUSPENDED: RunSuspendedError.prototype,

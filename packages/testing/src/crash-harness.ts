@@ -103,6 +103,7 @@ function watchWrites(
     updateStatus: guard('updateStatus', store.updateStatus.bind(store)),
     list: store.list.bind(store),
     delete: guard('delete', store.delete.bind(store)),
+    prune: guard('prune', store.prune.bind(store)),
     acquire: guard('acquire', store.acquire.bind(store)),
     renew: guard('renew', store.renew.bind(store)),
     release: guard('release', store.release.bind(store)),
@@ -292,5 +293,28 @@ export function observeAgent(result: {
     unknown: result.messages
       .filter((message) => message.role === 'tool' && message.outcome === 'unknown')
       .map((message) => message.toolCallId ?? ''),
+  };
+}
+
+/**
+ * The observation of a planner result: its output, usage, and the calls it answered as unknown: nodes
+ * (by node id) and the tool calls of its child agents (by tool call id).
+ */
+export function observePlanner(result: {
+  output: unknown;
+  usage: Usage;
+  nodes: ReadonlyArray<{
+    id: string;
+    status: string;
+    child?: { unknownToolCalls: readonly string[] };
+  }>;
+}): Observation {
+  return {
+    output: result.output,
+    usage: result.usage,
+    unknown: result.nodes.flatMap((node) => [
+      ...(node.status === 'unknown' ? [node.id] : []),
+      ...(node.child?.unknownToolCalls ?? []),
+    ]),
   };
 }

@@ -8,7 +8,7 @@ export type {
   ScriptedModelOptions,
   ScriptedTurn,
 } from './scripted-model.js';
-export { exploreCrashes, observeAgent, SimulatedCrash } from './crash-harness.js';
+export { exploreCrashes, observeAgent, observePlanner, SimulatedCrash } from './crash-harness.js';
 export type {
   CrashCase,
   CrashReport,
@@ -17,3 +17,12 @@ export type {
   Resumable,
   ScenarioWorld,
 } from './crash-harness.js';
+// conformance suite and postgres helper
+export { describeStoreConformance } from './conformance/describe-store-conformance.js';
+export type {
+  StoreConformanceOptions,
+  StoreHarness,
+  StoreHarnessFactory,
+} from './conformance/harness.js';
+export { createTestDatabase, useTestDatabase } from './postgres.js';
+export type { TestDatabase, TestDatabaseOptions } from './postgres.js';

@@ -93,7 +93,7 @@ export interface RunFilter {
 /**
  * Durable storage of runs: records, checkpoints and the journal. Every write names the lease epoch it was
  * made under and is rejected with `LeaseLostError` when that epoch is no longer the run's current epoch.
- * Failures a retry may fix are `StoreUnavailableError`s (`retryable: true`).
+ * Failures a retry may fix are `CairnError`s with code `STORE_UNAVAILABLE` and `retryable: true`.
  */
 export interface SnapshotStore {
   /** Registers a run unless one with the same id exists; returns the stored record either way. */
@@ -103,8 +103,9 @@ export interface SnapshotStore {
   /** Writes a checkpoint at `epoch` and drops the journal entries it supersedes. */
   save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<void>;
   /**
-   * Appends journal entries at `epoch`, atomically and in order. Entries whose `seq` is not above the last
-   * stored one are skipped, so an append retried after an unknown outcome never duplicates an entry.
+   * Appends journal entries at `epoch`, atomically and in order. Entries whose `seq` is not above the
+   * highest seq ever appended to the run (kept across checkpoints) are skipped, so an append retried after
+   * an unknown outcome never duplicates an entry.
    */
   append(runId: string, epoch: number, entries: readonly JournalEntry[]): Promise<void>;
   /**
@@ -116,6 +117,18 @@ export interface SnapshotStore {
   list(filter?: RunFilter): Promise<RunRecord[]>;
   /** Removes a run and its journal; true when it existed. */
   delete(runId: string): Promise<boolean>;
+  /**
+   * Deletes runs in the given statuses (the final ones by default) last updated before `olderThan`, with
+   * their journals, so finished runs do not accumulate. Returns how many were deleted.
+   */
+  prune(options: PruneOptions): Promise<number>;
+}
+
+/** What `prune` deletes. */
+export interface PruneOptions {
+  olderThan: Date | number;
+  /** @defaultValue completed, failed and cancelled */
+  status?: RunStatus | readonly RunStatus[];
 }
 
 /** Ownership of a run: who holds it, under which fencing epoch, until when. */
@@ -143,7 +156,10 @@ export interface LeaseStore {
    * Returns `undefined` when another live owner holds it; throws `RunNotFoundError` for an unknown run.
    */
   acquire(runId: string, options: AcquireOptions): Promise<Lease | undefined>;
-  /** Extends a held lease; throws `LeaseLostError` when its epoch is no longer current. */
+  /**
+   * Extends a held lease; throws `LeaseLostError` when its epoch is no longer current. Only the store
+   * instance that acquired a lease can be relied on to renew it (Postgres ties it to that session).
+   */
   renew(lease: Lease, ttlMs: number): Promise<Lease>;
   /** Gives the run up at once so another owner can claim it without waiting; a lost lease is a no-op. */
   release(lease: Lease): Promise<void>;

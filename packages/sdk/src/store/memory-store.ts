@@ -8,10 +8,12 @@ import type {
   JournalEntry,
   Lease,
   NewRun,
+  PruneOptions,
   RunFilter,
   RunRecord,
   StoredRun,
 } from './contract.js';
+import { terminalStatuses } from './contract.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -22,6 +24,8 @@ export interface MemoryStoreOptions {
 interface MemoryRun {
   record: RunRecord;
   journal: JournalEntry[];
+  /** The highest journal seq ever appended, kept across checkpoints. */
+  highestSeq: number;
 }
 
 /**
@@ -63,7 +67,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         createdAt: now,
         updatedAt: now,
       };
-      runs.set(init.runId, { record, journal: [] });
+      runs.set(init.runId, { record, journal: [], highestSeq: -Infinity });
       return { created: true, run: jsonClone(record) };
     },
 
@@ -93,12 +97,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
 
     async append(runId, epoch, entries) {
       const run = fence(runId, epoch);
-      let last = run.journal.at(-1)?.seq ?? -Infinity;
       for (const entry of jsonClone(entries)) {
         // A retried append whose first attempt landed repeats seqs that are already stored: skip them.
-        if (entry.seq <= last) continue;
+        if (entry.seq <= run.highestSeq) continue;
         run.journal.push(entry);
-        last = entry.seq;
+        run.highestSeq = entry.seq;
       }
       run.record.updatedAt = clock.now();
     },
@@ -133,6 +136,20 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
 
     async delete(runId) {
       return runs.delete(runId);
+    },
+
+    async prune({ olderThan, status }: PruneOptions) {
+      const before = typeof olderThan === 'number' ? olderThan : olderThan.getTime();
+      const statuses =
+        status === undefined ? terminalStatuses : typeof status === 'string' ? [status] : status;
+      let deleted = 0;
+      for (const [runId, run] of runs) {
+        if (statuses.includes(run.record.status) && run.record.updatedAt < before) {
+          runs.delete(runId);
+          deleted += 1;
+        }
+      }
+      return deleted;
     },
 
     async acquire(runId, { owner, ttlMs }: AcquireOptions): Promise<Lease | undefined> {

@@ -1,0 +1,35 @@
+-- Cairn store schema, version 1. `{{schema}}` is replaced by the quoted schema name.
+CREATE TABLE {{schema}}.runs (
+  run_id text PRIMARY KEY,
+  -- Insertion order: `list` returns runs oldest first, ties included.
+  created_seq bigint GENERATED ALWAYS AS IDENTITY,
+  kind text NOT NULL,
+  name text NOT NULL,
+  signature text NOT NULL,
+  status text NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled', 'suspended')),
+  epoch bigint NOT NULL DEFAULT 0,
+  owner text,
+  lease_until timestamptz,
+  heartbeat_at timestamptz,
+  -- The holder's lock connection; together they survive pid reuse.
+  holder_pid integer,
+  holder_backend_start timestamptz,
+  snapshot jsonb,
+  output jsonb,
+  error jsonb,
+  -- The highest journal seq ever appended, kept across checkpoints, so a retried append never repeats one.
+  journal_seq bigint,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE INDEX runs_created_seq_idx ON {{schema}}.runs (created_seq);
+CREATE INDEX runs_status_updated_at_idx ON {{schema}}.runs (status, updated_at);
+
+CREATE TABLE {{schema}}.journal (
+  run_id text NOT NULL REFERENCES {{schema}}.runs (run_id) ON DELETE CASCADE,
+  epoch bigint NOT NULL,
+  seq bigint NOT NULL,
+  entry jsonb NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);

@@ -1,0 +1,30 @@
+import type { RunFilter, RunRecord } from '@cairn/sdk';
+import { query, type Db } from '../db.js';
+import type { Names } from '../names.js';
+import { decodeRun, runColumns } from '../row.js';
+
+/** Runs matching the filter, oldest first; an absent filter field matches everything. */
+export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise<RunRecord[]> {
+  const statuses =
+    filter.status === undefined
+      ? null
+      : typeof filter.status === 'string'
+        ? [filter.status]
+        : filter.status;
+  const rows = await query(
+    db,
+    `SELECT ${runColumns} FROM ${names.runs}
+      WHERE ($1::text IS NULL OR status IN (SELECT jsonb_array_elements_text($1::text::jsonb)))
+        AND ($2::text IS NULL OR kind = $2::text)
+        AND ($3::text IS NULL OR name = $3::text)
+      ORDER BY created_seq
+      LIMIT $4::bigint`,
+    [
+      statuses === null ? null : JSON.stringify(statuses),
+      filter.kind ?? null,
+      filter.name ?? null,
+      filter.limit ?? null,
+    ],
+  );
+  return rows.map(decodeRun);
+}

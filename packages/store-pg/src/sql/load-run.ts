@@ -1,0 +1,19 @@
+import type { JournalEntry, StoredRun } from '@cairn/sdk';
+import { query, type Db } from '../db.js';
+import type { Names } from '../names.js';
+import { decodeRun, runColumns } from '../row.js';
+
+/** The run and its journal in seq order, read in one statement so both come from one snapshot. */
+export async function loadRun(db: Db, names: Names, runId: string): Promise<StoredRun | undefined> {
+  const rows = await query(
+    db,
+    `SELECT ${runColumns},
+       (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
+          FROM ${names.journal} j WHERE j.run_id = r.run_id)
+     FROM ${names.runs} r WHERE r.run_id = $1::text`,
+    [runId],
+  );
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { run: decodeRun(row), journal: JSON.parse(row[13] as string) as JournalEntry[] };
+}

@@ -1,0 +1,28 @@
+import { query, type Db } from '../db.js';
+import type { Names } from '../names.js';
+import { millis } from '../row.js';
+
+/**
+ * Extends a lease on the database clock. Runs on the lock connection and matches only while this very
+ * session is the recorded holder, so a renewal also proves the advisory lock is still held.
+ * Undefined when the lease is lost.
+ */
+export async function renewLease(
+  db: Db,
+  names: Names,
+  runId: string,
+  owner: string,
+  epoch: number,
+  ttlMs: number,
+): Promise<{ leaseUntil: number; pid: number } | undefined> {
+  const rows = await query(
+    db,
+    `UPDATE ${names.runs}
+        SET lease_until = now() + $4::float8 * interval '1 millisecond', heartbeat_at = now()
+      WHERE run_id = $1::text AND owner = $2::text AND epoch = $3::bigint AND holder_pid = pg_backend_pid()
+     RETURNING ${millis('lease_until')}, pg_backend_pid()`,
+    [runId, owner, epoch, ttlMs],
+  );
+  const row = rows[0];
+  return row === undefined ? undefined : { leaseUntil: row[0] as number, pid: row[1] as number };
+}

@@ -1,0 +1,25 @@
+import { describeStoreConformance, useTestDatabase } from '@cairn/testing';
+import { afterAll, beforeAll } from 'vitest';
+import type { Sql } from 'postgres';
+import { connect, createPgHarness, sleep } from './support.js';
+
+const database = useTestDatabase({ prefix: 'cairn_conformance' });
+let sql: Sql;
+beforeAll(() => {
+  sql = connect(database());
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+describeStoreConformance('pgStore', async () => {
+  const harness = await createPgHarness(sql);
+  const shortTtlMs = 300;
+  return {
+    store: () => harness.store(),
+    shortTtlMs,
+    // The database clock decides when a lease runs out: wait past it.
+    expireLeases: () => sleep(shortTtlMs + 100),
+    close: () => harness.close(),
+  };
+});

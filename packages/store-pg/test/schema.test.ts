@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { CairnError } from '@cairn/sdk';
+import { migrationSql, pgStore } from '@cairn/store-pg';
+import { useTestDatabase } from '@cairn/testing';
+import postgres, { type Sql } from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from './support.js';
+
+const database = useTestDatabase({ prefix: 'cairn_schema' });
+let sql: Sql;
+beforeAll(() => {
+  sql = connect(database());
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+const fresh = () => `s_${randomBytes(6).toString('hex')}`;
+
+describe('migrations', () => {
+  it('never migrates by itself: a missing schema fails with SCHEMA_MISMATCH that says what to run', async () => {
+    const schema = fresh();
+    const store = pgStore({ sql, schema });
+    const error = await store.load('r').catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(CairnError);
+    expect(error).toMatchObject({ code: 'SCHEMA_MISMATCH', retryable: false });
+    expect((error as CairnError).data.run).toContain('migrate()');
+    const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
+    expect(exists).toHaveLength(0);
+    expect(await store.migrate()).toEqual({ from: 0, to: 1 });
+    expect(await store.migrate()).toEqual({ from: 1, to: 1 });
+    expect(await store.load('r')).toBeUndefined();
+    await store.close();
+  });
+
+  it('refuses a schema of another version', async () => {
+    const schema = fresh();
+    const store = pgStore({ sql, schema });
+    await store.migrate();
+    await sql.unsafe(
+      `insert into "${schema}".schema_migrations (version, name) values (99, 'future')`,
+    );
+    const other = pgStore({ sql, schema });
+    await expect(other.list()).rejects.toMatchObject({
+      code: 'SCHEMA_MISMATCH',
+      data: { version: 99, expected: 1 },
+    });
+    await store.close();
+  });
+
+  it('prints SQL that a migration tool can apply, with the schema substituted', async () => {
+    const schema = fresh();
+    const text = migrationSql({ schema });
+    expect(text).toContain(`CREATE TABLE "${schema}".runs`);
+    expect(text).not.toContain('{{schema}}');
+    await sql.unsafe(text).simple();
+    const store = pgStore({ sql, schema });
+    expect(store.migrationSql()).toBe(text);
+    expect(
+      (await store.create({ runId: 'r', kind: 'k', name: 'n', signature: 's', snapshot: null }))
+        .created,
+    ).toBe(true);
+    await store.close();
+  });
+
+  it('rejects a schema name that is not a plain identifier', () => {
+    for (const schema of ['Cairn', 'cairn; drop table x', 'a"b', '1abc', '']) {
+      expect(() => pgStore({ sql, schema })).toThrow(CairnError);
+    }
+  });
+});
+
+describe('a user-configured client', () => {
+  it('keeps snapshot keys and reads rows whatever transform the caller set', async () => {
+    const camel = postgres(database().url, {
+      max: 2,
+      transform: postgres.camel,
+      onnotice: () => undefined,
+    });
+    const schema = fresh();
+    const store = pgStore({ sql: camel, schema });
+    try {
+      await store.migrate();
+      await store.create({
+        runId: 'r',
+        kind: 'k',
+        name: 'n',
+        signature: 's',
+        snapshot: { snake_case: { inner_key: 1 } },
+      });
+      const lease = (await store.acquire('r', { owner: 'o', ttlMs: 60_000 }))!;
+      await store.append('r', lease.epoch, [
+        {
+          seq: 1,
+          type: 'settled',
+          effectId: 'e',
+          at: 1,
+          outcome: { status: 'ok', value: { tool_result: 2 } },
+        },
+      ]);
+      const loaded = await store.load('r');
+      expect(loaded?.run.snapshot).toEqual({ snake_case: { inner_key: 1 } });
+      expect(loaded?.run.runId).toBe('r');
+      expect(loaded?.journal[0]).toMatchObject({ outcome: { value: { tool_result: 2 } } });
+    } finally {
+      await store.close();
+      await camel.end({ timeout: 1 });
+    }
+  });
+
+  it('never ends the caller’s postgres() instance', async () => {
+    const own = postgres(database().url, { max: 1, onnotice: () => undefined });
+    const store = pgStore({ sql: own, schema: fresh() });
+    await store.migrate();
+    await store.close();
+    expect(await own`select 1 as one`).toEqual([{ one: 1 }]);
+    await own.end({ timeout: 1 });
+  });
+});

@@ -1,0 +1,21 @@
+import { describe } from 'vitest';
+import { useHarness } from './context.js';
+import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js';
+import { leaseTests } from './lease-tests.js';
+import { snapshotTests } from './snapshot-tests.js';
+
+/**
+ * Registers the whole store contract as vitest tests under `describe(name)`: every test gets a fresh
+ * harness from `factory`. Memory, Postgres and Redis stores, and third-party ones, all run it.
+ */
+export function describeStoreConformance(
+  name: string,
+  factory: StoreHarnessFactory,
+  options: StoreConformanceOptions = {},
+): void {
+  describe(name, () => {
+    const ctx = useHarness(factory);
+    describe('snapshots', () => snapshotTests(ctx));
+    describe('leases', () => leaseTests(ctx, options.claimers ?? 8));
+  });
+}

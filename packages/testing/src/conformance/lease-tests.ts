@@ -1,0 +1,160 @@
+import { expect, it } from 'vitest';
+import { LeaseLostError, RunNotFoundError, type DurableStore, type Lease } from '@cairn/sdk';
+import {
+  checkpoint,
+  entries,
+  longTtlMs,
+  newRun,
+  settleAll,
+  type ConformanceContext,
+} from './context.js';
+
+/** Every fenced write path, each given the epoch it writes under. */
+const writePaths: Record<
+  string,
+  (store: DurableStore, runId: string, epoch: number) => Promise<void>
+> = {
+  save: (store, runId, epoch) => store.save(runId, epoch, checkpoint(99)),
+  append: (store, runId, epoch) => store.append(runId, epoch, entries(101, 102)),
+  updateStatus: (store, runId, epoch) => store.updateStatus(runId, epoch, { status: 'cancelled' }),
+};
+
+/** Registers the `LeaseStore` half of the contract: claims, fencing, races, renewals, releases, adoption. */
+export function leaseTests(ctx: ConformanceContext, claimers: number): void {
+  it('claims a free run, raising the epoch, and refuses a second owner while the lease is live', async () => {
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const init = newRun();
+    await a.create(init);
+    const lease = await a.acquire(init.runId, { owner: 'a', ttlMs: longTtlMs });
+    expect(lease).toMatchObject({ runId: init.runId, owner: 'a', epoch: 1 });
+    expect(await b.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs })).toBeUndefined();
+    expect(await a.acquire(init.runId, { owner: 'a2', ttlMs: longTtlMs })).toBeUndefined();
+    const loaded = await b.load(init.runId);
+    expect(loaded?.run).toMatchObject({ owner: 'a', epoch: 1 });
+    expect(loaded?.run.leaseUntil).toBe(lease!.leaseUntil);
+  });
+
+  it('rejects a stale epoch on every write path and on renew once another owner took over', async () => {
+    const { shortTtlMs } = ctx.harness();
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const init = newRun();
+    await a.create(init);
+    const first = (await a.acquire(init.runId, { owner: 'a', ttlMs: shortTtlMs }))!;
+    await ctx.harness().expireLeases();
+    const second = await b.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs });
+    expect(second?.epoch).toBeGreaterThan(first.epoch);
+    await b.save(init.runId, second!.epoch, checkpoint(5));
+    await b.append(init.runId, second!.epoch, entries(1, 2));
+
+    for (const [name, write] of Object.entries(writePaths)) {
+      await expect(write(a, init.runId, first.epoch), name).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(write(b, init.runId, second!.epoch + 1), name).rejects.toBeInstanceOf(
+        LeaseLostError,
+      );
+    }
+    await expect(a.renew(first, longTtlMs)).rejects.toBeInstanceOf(LeaseLostError);
+    await a.release(first);
+
+    const loaded = await b.load(init.runId);
+    expect(loaded?.run).toMatchObject({
+      owner: 'b',
+      epoch: second!.epoch,
+      status: 'running',
+      snapshot: { step: 5 },
+    });
+    expect(loaded?.journal).toEqual(entries(1, 2));
+    await b.renew(second!, longTtlMs);
+    await b.updateStatus(init.runId, second!.epoch, { status: 'completed' });
+  });
+
+  it(`lets exactly one of ${claimers} claimers racing at a barrier win`, async () => {
+    const stores = await Promise.all(Array.from({ length: claimers }, () => ctx.store()));
+    const init = newRun();
+    await stores[0]!.create(init);
+    // Warm every client up so the race is between claims, not between connection setups.
+    await Promise.all(stores.map((store) => store.load(init.runId)));
+    let open!: () => void;
+    const barrier = new Promise<void>((resolve) => (open = resolve));
+    const racing = stores.map(async (store, i) => {
+      await barrier;
+      return store.acquire(init.runId, { owner: `claimer-${i}`, ttlMs: longTtlMs });
+    });
+    open();
+    const results = await settleAll(racing);
+    const rejected = results.filter((result) => result.status === 'rejected');
+    expect(rejected).toEqual([]);
+    const winners = results.flatMap((result) =>
+      result.status === 'fulfilled' && result.value !== undefined ? [result.value] : [],
+    );
+    expect(winners).toHaveLength(1);
+    expect(winners[0]!.epoch).toBe(1);
+    expect((await stores[0]!.load(init.runId))?.run.owner).toBe(winners[0]!.owner);
+  });
+
+  it('refuses to renew a released lease and lets another owner claim right after a release', async () => {
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const init = newRun();
+    await a.create(init);
+    const first = (await a.acquire(init.runId, { owner: 'a', ttlMs: longTtlMs }))!;
+    const renewed = await a.renew(first, longTtlMs);
+    expect(renewed).toMatchObject({ runId: init.runId, owner: 'a', epoch: first.epoch });
+    expect(renewed.leaseUntil).toBeGreaterThanOrEqual(first.leaseUntil);
+    await a.release(renewed);
+    expect((await a.load(init.runId))?.run).toMatchObject({ owner: null, leaseUntil: null });
+    await expect(a.renew(renewed, longTtlMs)).rejects.toBeInstanceOf(LeaseLostError);
+    const second = await b.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs });
+    expect(second?.epoch).toBe(first.epoch + 1);
+    await a.release(first);
+    expect((await b.load(init.runId))?.run.owner).toBe('b');
+  });
+
+  it('raises epochs at every claim and never lowers them', async () => {
+    const stores = [await ctx.store(), await ctx.store(), await ctx.store()];
+    const init = newRun();
+    await stores[0]!.create(init);
+    const seen: number[] = [];
+    for (let round = 0; round < 6; round += 1) {
+      const store = stores[round % stores.length]!;
+      const lease: Lease | undefined = await store.acquire(init.runId, {
+        owner: `o${round}`,
+        ttlMs: longTtlMs,
+      });
+      expect(lease).toBeDefined();
+      seen.push(lease!.epoch);
+      expect((await store.load(init.runId))?.run.epoch).toBe(lease!.epoch);
+      await store.release(lease!);
+      expect((await store.load(init.runId))?.run.epoch).toBe(lease!.epoch);
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('adopts a child under its parent lease and fences the child writes of an older parent holder', async () => {
+    const { shortTtlMs } = ctx.harness();
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const parent = newRun();
+    const child = newRun({ kind: 'agent', name: 'child' });
+    await a.create(parent);
+    await a.create(child);
+    await expect(
+      a.adopt('no-such-child', { runId: parent.runId, owner: 'a', epoch: 1, leaseUntil: 0 }),
+    ).rejects.toBeInstanceOf(RunNotFoundError);
+    const first = (await a.acquire(parent.runId, { owner: 'a', ttlMs: shortTtlMs }))!;
+    const adopted = await a.adopt(child.runId, first);
+    expect(adopted).toMatchObject({ runId: child.runId, owner: 'a', epoch: first.epoch });
+    await a.append(child.runId, adopted!.epoch, entries(1));
+    await ctx.harness().expireLeases();
+    const second = (await b.acquire(parent.runId, { owner: 'b', ttlMs: longTtlMs }))!;
+    const readopted = await b.adopt(child.runId, second);
+    expect(readopted?.epoch).toBe(second.epoch);
+    expect(await a.adopt(child.runId, first)).toBeUndefined();
+    await expect(a.append(child.runId, adopted!.epoch, entries(2))).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    await b.append(child.runId, readopted!.epoch, entries(2));
+    expect((await b.load(child.runId))?.journal).toEqual(entries(1, 2));
+  });
+}
