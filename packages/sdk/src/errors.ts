@@ -18,6 +18,8 @@ export type CairnErrorCode =
   | 'SNAPSHOT_INVALID'
   | 'RUN_SUSPENDED'
   | 'RUN_CANCELLED'
+  | 'RUN_RELEASED'
+  | 'RUN_DEAD_LETTERED'
   | 'RUN_FAILED'
   | 'OUTPUT_INVALID'
   | 'MAX_TRIPS_EXCEEDED'

@@ -10,6 +10,7 @@ export {
   DriftError,
   LeaseHeldError,
   LeaseLostError,
+  NodeFailedError,
   OutputValidationError,
   PlannerDriftError,
   RunNotFoundError,
@@ -36,16 +37,18 @@ export { defineAgent } from './agent/define-agent.js';
 export type { Agent, AgentConfig, AgentOutput, AgentResult } from './agent/define-agent.js';
 export type { AgentState } from './agent/agent-state.js';
 export { outcomeUnknownResult } from './agent/agent-step.js';
-export { isTerminalStatus, terminalStatuses } from './store/contract.js';
+export { claimableStatuses, isTerminalStatus, terminalStatuses } from './store/contract.js';
 export type {
   AcquireOptions,
   Checkpoint,
+  ClaimableOptions,
   DurableStore,
   EffectOutcome,
   JournalEntry,
   Lease,
   LeaseStore,
   NewRun,
+  PruneOptions,
   RunFilter,
   RunRecord,
   RunStatus,
@@ -75,3 +78,14 @@ export type {
   StepEvent,
   StepResult,
 } from './runtime/step-function.js';
+export { definePlanner } from './planner/define-planner.js';
+export type { Planner, PlannerConfig, PlannerResult } from './planner/define-planner.js';
+export type { Capability, Executable } from './planner/capability.js';
+export type { Plan, PlanNode } from './planner/plan.js';
+export type {
+  ChildReport,
+  FrozenPlan,
+  LedgerEntry,
+  PlannerState,
+  PlanningMessage,
+} from './planner/planner-state.js';

@@ -6,7 +6,7 @@ CREATE TABLE {{schema}}.runs (
   kind text NOT NULL,
   name text NOT NULL,
   signature text NOT NULL,
-  status text NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled', 'suspended')),
+  status text NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled', 'suspended', 'dead_lettered')),
   epoch bigint NOT NULL DEFAULT 0,
   owner text,
   lease_until timestamptz,
@@ -14,6 +14,9 @@ CREATE TABLE {{schema}}.runs (
   -- The holder's lock connection; together they survive pid reuse.
   holder_pid integer,
   holder_backend_start timestamptz,
+  -- Claims that took the run from a holder that never released it; past a worker's limit it is dead-lettered.
+  recoveries integer NOT NULL DEFAULT 0,
+  cancel_requested boolean NOT NULL DEFAULT false,
   snapshot jsonb,
   output jsonb,
   error jsonb,
@@ -33,3 +36,16 @@ CREATE TABLE {{schema}}.journal (
   entry jsonb NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
+
+-- Workers LISTEN on {{channel}}: a run was created or released and may be claimable now.
+CREATE FUNCTION {{schema}}.notify_work() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify({{channel}}, NEW.run_id);
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER runs_notify_work
+  AFTER INSERT OR UPDATE OF owner ON {{schema}}.runs
+  FOR EACH ROW WHEN (NEW.owner IS NULL AND NEW.status IN ('queued', 'running', 'suspended'))
+  EXECUTE FUNCTION {{schema}}.notify_work();

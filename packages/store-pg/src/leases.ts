@@ -56,7 +56,10 @@ export class Leases {
     );
   }
 
-  async acquire(runId: string, { owner, ttlMs }: AcquireOptions): Promise<Lease | undefined> {
+  async acquire(
+    runId: string,
+    { owner, ttlMs, reclaimOwn }: AcquireOptions,
+  ): Promise<Lease | undefined> {
     if (!(ttlMs > 0))
       throw new CairnError('INVALID_ARGUMENT', `ttlMs must be positive, got ${ttlMs}.`);
     const local = this.held.get(runId);
@@ -64,7 +67,7 @@ export class Leases {
     if (local !== undefined && this.ctx.lock.isLive(local.generation)) return undefined;
     this.held.set(runId, pending);
     try {
-      const lease = await this.claim(runId, owner, ttlMs);
+      const lease = await this.claim(runId, owner, ttlMs, reclaimOwn === true);
       return lease;
     } finally {
       if (this.held.get(runId) === pending) this.held.delete(runId);
@@ -85,7 +88,7 @@ export class Leases {
     if (!this.ctx.lock.isLive(held.generation)) {
       throw new LeaseLostError(lease.runId, lease.epoch, 'the lock connection was lost');
     }
-    let renewed: { leaseUntil: number } | undefined;
+    let renewed: { leaseUntil: number; cancelRequested: boolean } | undefined;
     try {
       const { result } = await this.ctx.lock.run(
         'renew a lease',
@@ -109,7 +112,7 @@ export class Leases {
       await this.unlockQuietly(held);
       throw new LeaseLostError(lease.runId, lease.epoch);
     }
-    return { ...lease, leaseUntil: renewed.leaseUntil };
+    return { ...lease, leaseUntil: renewed.leaseUntil, cancelRequested: renewed.cancelRequested };
   }
 
   async release(lease: Lease): Promise<void> {
@@ -129,7 +132,12 @@ export class Leases {
     }
   }
 
-  private async claim(runId: string, owner: string, ttlMs: number): Promise<Lease | undefined> {
+  private async claim(
+    runId: string,
+    owner: string,
+    ttlMs: number,
+    reclaimOwn: boolean,
+  ): Promise<Lease | undefined> {
     const key = lockKey(runId);
     const { lock, names } = this.ctx;
     let { result, generation } = await lock.run('take an advisory lock', (db) =>
@@ -156,7 +164,7 @@ export class Leases {
       ({ result: claimed } = await lock.run(
         'claim a run',
         async (db) =>
-          (await claimRun(db, names, runId, owner, ttlMs)) ?? {
+          (await claimRun(db, names, runId, owner, ttlMs, reclaimOwn)) ?? {
             pid: await this.pidOf(db),
             none: true,
           },
@@ -179,7 +187,14 @@ export class Leases {
     }
     held.epoch = claimed.epoch;
     this.held.set(runId, held);
-    return { runId, owner, epoch: claimed.epoch, leaseUntil: claimed.leaseUntil };
+    return {
+      runId,
+      owner,
+      epoch: claimed.epoch,
+      leaseUntil: claimed.leaseUntil,
+      recoveries: claimed.recoveries,
+      cancelRequested: claimed.cancelRequested,
+    };
   }
 
   private async pidOf(db: Db): Promise<number> {

@@ -8,7 +8,7 @@ import type { Names } from './names.js';
 export interface Migration {
   version: number;
   name: string;
-  /** The SQL with `{{schema}}` still in it. */
+  /** The SQL with `{{schema}}` and `{{channel}}` still in it. */
   template: string;
 }
 
@@ -43,7 +43,9 @@ function bookkeeping(names: Names): string {
 }
 
 function render(migration: Migration, names: Names): string {
-  return migration.template.replaceAll('{{schema}}', names.quotedSchema);
+  return migration.template
+    .replaceAll('{{schema}}', names.quotedSchema)
+    .replaceAll('{{channel}}', `'${names.channel}'`);
 }
 
 /** The SQL that brings an empty database to the latest version, for users who migrate with their own tool. */

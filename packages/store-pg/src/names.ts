@@ -9,6 +9,8 @@ export interface Names {
   runs: string;
   journal: string;
   migrations: string;
+  /** The LISTEN/NOTIFY channel announcing claimable runs. */
+  channel: string;
 }
 
 /** Validates a schema name (lowercase letters, digits, `_`, at most 63) and quotes the table names in it. */
@@ -27,5 +29,6 @@ export function schemaNames(schema: string): Names {
     runs: `${quotedSchema}."runs"`,
     journal: `${quotedSchema}."journal"`,
     migrations: `${quotedSchema}."schema_migrations"`,
+    channel: `${schema}_work`,
   };
 }

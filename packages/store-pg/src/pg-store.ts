@@ -14,11 +14,13 @@ import { checkSchema, migrate, renderMigrationSql } from './migrations.js';
 import { schemaNames, type Names } from './names.js';
 import { adoptRun } from './sql/adopt-run.js';
 import { appendJournal } from './sql/append-journal.js';
+import { claimableRuns } from './sql/claimable-runs.js';
 import { createRun } from './sql/create-run.js';
 import { deleteRun } from './sql/delete-run.js';
 import { listRuns } from './sql/list-runs.js';
 import { loadRun } from './sql/load-run.js';
 import { pruneRuns } from './sql/prune-runs.js';
+import { requestCancel } from './sql/request-cancel.js';
 import { saveCheckpoint } from './sql/save-checkpoint.js';
 import { updateStatus } from './sql/update-status.js';
 
@@ -157,6 +159,19 @@ export function pgStore(options: PgStoreOptions): PgStore {
       fenced(runId, epoch, 'update a status', () => updateStatus(sql, names, runId, epoch, update)),
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
     delete: (runId) => run('delete a run', () => deleteRun(sql, names, runId)),
+    requestCancel: (runId) => run('request a cancellation', () => requestCancel(sql, names, runId)),
+    claimable: (claimableOptions) =>
+      run('find claimable runs', () => claimableRuns(sql, names, claimableOptions)),
+    subscribe: async (onWork) => {
+      await ensureReady();
+      try {
+        // postgres() gives LISTEN its own connection and re-listens after it reconnects.
+        const { unlisten } = await sql.listen(names.channel, () => onWork());
+        return unlisten;
+      } catch (error) {
+        throw toStoreError(error, 'listen for work', names.schema);
+      }
+    },
     prune: ({ olderThan, status = terminalStatuses }) =>
       run('prune runs', () =>
         pruneRuns(

@@ -6,6 +6,8 @@ export function millis(column: string): string {
 }
 
 /** The select list every query that returns a `RunRecord` uses, in the order `decodeRun` reads. */
+export const runColumnCount = 15;
+
 export const runColumns = [
   'run_id',
   'kind',
@@ -20,6 +22,8 @@ export const runColumns = [
   millis('lease_until'),
   millis('created_at'),
   millis('updated_at'),
+  'recoveries',
+  'cancel_requested',
 ].join(', ');
 
 function parseJson(text: unknown): JsonValue | null {
@@ -40,6 +44,8 @@ export function decodeRun(row: readonly unknown[]): RunRecord {
     leaseUntil: (row[10] as number | null) ?? null,
     createdAt: row[11] as number,
     updatedAt: row[12] as number,
+    recoveries: row[13] as number,
+    cancelRequested: row[14] as boolean,
   };
   if (typeof row[7] === 'string') record.output = parseJson(row[7]) as JsonValue;
   if (typeof row[8] === 'string') record.error = parseJson(row[8]) as unknown as SerializedError;

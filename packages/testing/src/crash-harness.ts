@@ -108,6 +108,8 @@ function watchWrites(
     renew: guard('renew', store.renew.bind(store)),
     release: guard('release', store.release.bind(store)),
     adopt: guard('adopt', store.adopt.bind(store)),
+    requestCancel: guard('requestCancel', store.requestCancel.bind(store)),
+    claimable: store.claimable.bind(store),
   };
 }
 

@@ -7,7 +7,11 @@ export interface LeaseKeeperOptions {
   store: LeaseStore;
   lease: Lease;
   ttlMs: number;
+  /** Renewal interval; at most a third of the ttl. @defaultValue ttlMs / 3 */
+  heartbeatMs?: number;
   clock: Clock;
+  /** Called when a renewal reports that a client asked to cancel the run. */
+  onCancelRequested?(): void;
   /** Called once when a renewal fails or cannot be confirmed: the lease must be taken as lost. */
   onLost(error: LeaseLostError): void;
 }
@@ -19,7 +23,7 @@ export interface LeaseKeeper {
 }
 
 /**
- * Renews a lease every third of its ttl. A renewal that fails for any reason, or whose outcome is unknown,
+ * Renews a lease every `heartbeatMs` (a third of its ttl at most). A renewal that fails for any reason, or whose outcome is unknown,
  * counts as losing the lease: the holder must stop before its next effect (DESIGN.md, claiming step 4).
  */
 export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
@@ -28,15 +32,18 @@ export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
   let timer: TimerHandle | undefined;
   let stopped = false;
 
+  const interval = Math.max(1, Math.floor(Math.min(options.heartbeatMs ?? ttlMs / 3, ttlMs / 3)));
   const schedule = () => {
-    timer = clock.setTimer(Math.max(1, Math.floor(ttlMs / 3)), () => void renew());
+    timer = clock.setTimer(interval, () => void renew());
   };
 
   const renew = async () => {
     if (stopped) return;
     try {
       lease = await store.renew(lease, ttlMs);
-      if (!stopped) schedule();
+      if (stopped) return;
+      if (lease.cancelRequested === true) options.onCancelRequested?.();
+      schedule();
     } catch (error) {
       if (stopped) return;
       stopped = true;

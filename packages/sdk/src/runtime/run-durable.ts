@@ -17,7 +17,12 @@ import {
   serializeError,
 } from '../errors.js';
 import { jsonClone, type JsonValue } from '../json.js';
-import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
+import {
+  isTerminalStatus,
+  type DurableStore,
+  type Lease,
+  type RunRecord,
+} from '../store/contract.js';
 import { Attempt } from './attempt.js';
 import { EffectPerformer, type ChildLauncher } from './effect-performer.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
@@ -51,6 +56,17 @@ export interface DurableRunOptions<Input> {
   onBoundary?: BoundaryHook;
   /** Aborting it cancels the run: in-flight effects see their signal abort, the run ends `cancelled`. */
   signal?: AbortSignal;
+  /**
+   * Aborting it hands the run over: it stops at its next boundary, keeps its checkpoint and releases its
+   * lease at once so another worker can claim it (a worker shutting down).
+   */
+  handOverSignal?: AbortSignal;
+  /** Lease renewal interval. @defaultValue leaseMs / 3 */
+  heartbeatMs?: number;
+  /** Claims from holders that never released it, past which the run is dead-lettered. @defaultValue no limit */
+  maxRecoveries?: number;
+  /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
+  reclaimOwn?: boolean;
 }
 
 /** How a run ended, from the attempt that saw it end (or from the store, for a finished run). */
@@ -80,13 +96,27 @@ export function runDurable<State, Input, Output>(
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId } = options;
   return traceAttempt(definition, options, async (span) => {
-    const lease = await store.acquire(runId, { owner: options.owner, ttlMs: options.leaseMs });
+    const lease = await store.acquire(runId, {
+      owner: options.owner,
+      ttlMs: options.leaseMs,
+      ...(options.reclaimOwn === true ? { reclaimOwn: true } : {}),
+    });
     if (lease === undefined) throw new LeaseHeldError(runId);
+    const recoveries = lease.recoveries ?? 0;
+    span.setAttribute('cairn.run.recoveries', recoveries);
+    if (options.maxRecoveries !== undefined && recoveries > options.maxRecoveries) {
+      await deadLetter(store, lease, recoveries, options.maxRecoveries);
+    }
     const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
+    const cancelRequested = () => {
+      span.addEvent('cairn.cancel_requested');
+      attempt.cancel(new CairnError('RUN_CANCELLED', `Run "${runId}" was cancelled by a client.`));
+    };
     const keeper = keepLease({
       store,
       lease,
       ttlMs: options.leaseMs,
+      ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
       clock: options.clock,
       onLost: (error) => {
         span.addEvent('cairn.lease_lost', {
@@ -95,16 +125,25 @@ export function runDurable<State, Input, Output>(
         });
         attempt.loseLease(error);
       },
+      onCancelRequested: cancelRequested,
     });
+    if (lease.cancelRequested === true) cancelRequested();
     const onCancel = () => attempt.cancel(options.signal?.reason);
+    const onHandOver = () => {
+      span.addEvent('cairn.handed_over');
+      attempt.handOver();
+    };
     if (options.signal?.aborted) onCancel();
+    if (options.handOverSignal?.aborted) onHandOver();
     options.signal?.addEventListener('abort', onCancel, { once: true });
+    options.handOverSignal?.addEventListener('abort', onHandOver, { once: true });
     return {
       attempt,
       holding: { type: 'own', keeper },
       stop() {
         keeper.stop();
         options.signal?.removeEventListener('abort', onCancel);
+        options.handOverSignal?.removeEventListener('abort', onHandOver);
       },
     };
   });
@@ -196,9 +235,37 @@ async function traceAttempt<State, Input, Output>(
   }
 }
 
+/**
+ * Ends a run whose holders kept dying: status `dead_lettered`, with the reason, keeping its checkpoint and
+ * journal for inspection. Throws the error it stored.
+ */
+async function deadLetter(
+  store: DurableStore,
+  lease: Lease,
+  recoveries: number,
+  maxRecoveries: number,
+): Promise<never> {
+  const error = new CairnError(
+    'RUN_DEAD_LETTERED',
+    `Run "${lease.runId}" was dead-lettered: its holder died without releasing it ${recoveries} times ` +
+      `(maxRecoveries ${maxRecoveries}). Its last checkpoint and journal are kept.`,
+    { data: { runId: lease.runId, recoveries, maxRecoveries } },
+  );
+  try {
+    await store.updateStatus(lease.runId, lease.epoch, {
+      status: 'dead_lettered',
+      error: serializeError(error),
+    });
+  } finally {
+    await store.release(lease).catch(() => undefined);
+  }
+  throw error;
+}
+
 function outcomeOf(error: unknown, attempt: Attempt): string {
   const stopped = attempt.stopped?.type;
   if (stopped === 'crashed') return 'crashed';
+  if (stopped === 'released') return 'handed_over';
   if (stopped === 'lease-lost' || error instanceof LeaseLostError) return 'lease_lost';
   if (stopped === 'cancelled') return 'cancelled';
   if (error instanceof RunSuspendedError) return 'suspended';
@@ -267,11 +334,16 @@ function finishedResult<State, Input, Output>(
       resumed: true,
     };
   }
-  if (record.status === 'failed' || record.status === 'cancelled') {
+  if (isTerminalStatus(record.status)) {
     throw deserializeError(
       record.error ?? {
         name: 'CairnError',
-        code: record.status === 'failed' ? 'RUN_FAILED' : 'RUN_CANCELLED',
+        code:
+          record.status === 'cancelled'
+            ? 'RUN_CANCELLED'
+            : record.status === 'dead_lettered'
+              ? 'RUN_DEAD_LETTERED'
+              : 'RUN_FAILED',
         message: `Run "${record.runId}" ended ${record.status}.`,
         retryable: false,
       },

@@ -142,7 +142,7 @@ export class RunWriter {
 
   private serialized<T>(write: () => Promise<T>): Promise<T> {
     const next = this.queue.then(() => {
-      this.attempt.assertActive();
+      this.attempt.assertMayWrite();
       return write();
     });
     this.queue = next.catch(() => undefined);
@@ -151,7 +151,7 @@ export class RunWriter {
 
   private async withRetry(write: () => Promise<void>): Promise<void> {
     for (let try_ = 1; ; try_ += 1) {
-      this.attempt.assertActive();
+      this.attempt.assertMayWrite();
       try {
         await write();
         return;

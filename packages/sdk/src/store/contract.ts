@@ -2,12 +2,23 @@ import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 
 /**
- * Where a run is in its life. `running` and `suspended` runs can be resumed; the other three are final.
+ * Where a run is in its life. `queued` (started by a client, not yet claimed), `running` and `suspended`
+ * runs can be resumed; `completed`, `failed`, `cancelled` and `dead_lettered` (its holders kept crashing)
+ * are final.
  */
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'suspended';
+export type RunStatus =
+  'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'suspended' | 'dead_lettered';
 
 /** The statuses a run never leaves. */
-export const terminalStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+export const terminalStatuses: readonly RunStatus[] = [
+  'completed',
+  'failed',
+  'cancelled',
+  'dead_lettered',
+];
+
+/** The statuses a worker claims runs in. */
+export const claimableStatuses: readonly RunStatus[] = ['queued', 'running', 'suspended'];
 
 /** True when a run in this status is over and resuming it only returns its stored end. */
 export function isTerminalStatus(status: RunStatus): boolean {
@@ -36,6 +47,10 @@ export interface RunRecord {
   owner: string | null;
   /** Milliseconds since the epoch, on the store's clock. */
   leaseUntil: number | null;
+  /** Claims that took the run from a holder that never released it (a crash, a freeze). */
+  recoveries: number;
+  /** A client asked to cancel the run; its holder cancels it at its next heartbeat. */
+  cancelRequested: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -60,6 +75,8 @@ export interface StoredRun {
 /** What `create` needs to register a new run. */
 export interface NewRun {
   runId: string;
+  /** `queued` for a run a worker should pick up. @defaultValue 'running' */
+  status?: 'queued' | 'running';
   kind: string;
   name: string;
   signature: string;
@@ -117,6 +134,8 @@ export interface SnapshotStore {
   list(filter?: RunFilter): Promise<RunRecord[]>;
   /** Removes a run and its journal; true when it existed. */
   delete(runId: string): Promise<boolean>;
+  /** Flags a run that has not ended for cancellation by its holder; true when the flag was set. */
+  requestCancel(runId: string): Promise<boolean>;
   /**
    * Deletes runs in the given statuses (the final ones by default) last updated before `olderThan`, with
    * their journals, so finished runs do not accumulate. Returns how many were deleted.
@@ -138,12 +157,30 @@ export interface Lease {
   epoch: number;
   /** Milliseconds since the epoch, on the store's clock. */
   leaseUntil: number;
+  /** From `acquire`: the run's recoveries, this claim included when it took the run from a lost holder. */
+  recoveries?: number;
+  /** From `acquire` and `renew`: a client asked to cancel the run. */
+  cancelRequested?: boolean;
 }
 
 /** What a claimer asks for. */
 export interface AcquireOptions {
   owner: string;
   ttlMs: number;
+  /**
+   * Also claim a run still leased to this same owner: a restarted process taking back what it held before
+   * it died. Only safe when the owner names one live process. @defaultValue false
+   */
+  reclaimOwn?: boolean;
+}
+
+/** Which runs a worker can run. */
+export interface ClaimableOptions {
+  limit: number;
+  /** The definitions the worker has, by kind and name. */
+  definitions: ReadonlyArray<{ kind: string; name: string }>;
+  /** Include runs still leased to this owner (see `AcquireOptions.reclaimOwn`). */
+  reclaimOwner?: string;
 }
 
 /**
@@ -170,7 +207,19 @@ export interface LeaseStore {
    * of the child's writes too. Throws `RunNotFoundError` for an unknown child.
    */
   adopt(childRunId: string, parent: Lease): Promise<Lease | undefined>;
+  /**
+   * Ids of runs a worker may claim now, oldest first: in a claimable status, of one of the definitions,
+   * and not held by a live owner. A hint: `acquire` still decides.
+   */
+  claimable(options: ClaimableOptions): Promise<string[]>;
 }
 
-/** A store implementing both contracts, which is what a durable run needs. */
-export type DurableStore = SnapshotStore & LeaseStore;
+/**
+ * A store implementing both contracts, which is what a durable run needs. A store that can push may also
+ * `subscribe`: the callback fires when runs may have become claimable (created, released), so workers
+ * wake at once instead of waiting for their next poll.
+ */
+export type DurableStore = SnapshotStore &
+  LeaseStore & {
+    subscribe?(onWork: () => void): Promise<() => Promise<void>>;
+  };

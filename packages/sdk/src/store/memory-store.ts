@@ -7,13 +7,14 @@ import type {
   DurableStore,
   JournalEntry,
   Lease,
+  ClaimableOptions,
   NewRun,
   PruneOptions,
   RunFilter,
   RunRecord,
   StoredRun,
 } from './contract.js';
-import { terminalStatuses } from './contract.js';
+import { claimableStatuses, isTerminalStatus, terminalStatuses } from './contract.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -35,6 +36,10 @@ interface MemoryRun {
 export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
   const clock = options.clock ?? systemClock;
   const runs = new Map<string, MemoryRun>();
+  const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
 
   function mustGet(runId: string): MemoryRun {
     const run = runs.get(runId);
@@ -59,15 +64,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         kind: init.kind,
         name: init.name,
         signature: init.signature,
-        status: 'running',
+        status: init.status ?? 'running',
         epoch: 0,
         snapshot: jsonClone(init.snapshot),
         owner: null,
         leaseUntil: null,
+        recoveries: 0,
+        cancelRequested: false,
         createdAt: now,
         updatedAt: now,
       };
       runs.set(init.runId, { record, journal: [], highestSeq: -Infinity });
+      notify();
       return { created: true, run: jsonClone(record) };
     },
 
@@ -152,17 +160,53 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       return deleted;
     },
 
-    async acquire(runId, { owner, ttlMs }: AcquireOptions): Promise<Lease | undefined> {
-      const run = mustGet(runId);
+    async acquire(runId, { owner, ttlMs, reclaimOwn }: AcquireOptions): Promise<Lease | undefined> {
+      const { record } = mustGet(runId);
       const now = clock.now();
-      const { record } = run;
-      const free = record.owner === null || record.leaseUntil === null || record.leaseUntil <= now;
-      if (!free) return undefined;
+      if (!isFree(record, now, reclaimOwn === true ? owner : undefined)) return undefined;
+      if (record.owner !== null) record.recoveries += 1;
       record.epoch += 1;
       record.owner = owner;
       record.leaseUntil = now + ttlMs;
       record.updatedAt = now;
-      return { runId, owner, epoch: record.epoch, leaseUntil: record.leaseUntil };
+      return {
+        runId,
+        owner,
+        epoch: record.epoch,
+        leaseUntil: record.leaseUntil,
+        recoveries: record.recoveries,
+        cancelRequested: record.cancelRequested,
+      };
+    },
+
+    async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {
+      const now = clock.now();
+      return [...runs.values()]
+        .map((run) => run.record)
+        .filter(
+          (record) =>
+            claimableStatuses.includes(record.status) &&
+            definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
+            isFree(record, now, reclaimOwner),
+        )
+        .sort((a, b) => a.createdAt - b.createdAt)
+        .slice(0, limit)
+        .map((record) => record.runId);
+    },
+
+    async requestCancel(runId) {
+      const record = runs.get(runId)?.record;
+      if (record === undefined || isTerminalStatus(record.status)) return false;
+      record.cancelRequested = true;
+      record.updatedAt = clock.now();
+      return true;
+    },
+
+    async subscribe(onWork) {
+      listeners.add(onWork);
+      return async () => {
+        listeners.delete(onWork);
+      };
     },
 
     async renew(lease, ttlMs) {
@@ -172,7 +216,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         throw new LeaseLostError(lease.runId, lease.epoch);
       }
       record.leaseUntil = clock.now() + ttlMs;
-      return { ...lease, leaseUntil: record.leaseUntil };
+      return { ...lease, leaseUntil: record.leaseUntil, cancelRequested: record.cancelRequested };
     },
 
     async adopt(childRunId, parent) {
@@ -196,6 +240,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         return;
       record.owner = null;
       record.leaseUntil = null;
+      notify();
     },
   };
+}
+
+/** Nobody holds the run: no owner, or a lease that ran out (or, to reclaim, this same owner). */
+function isFree(record: RunRecord, now: number, reclaimOwner: string | undefined): boolean {
+  return (
+    record.owner === null ||
+    record.leaseUntil === null ||
+    record.leaseUntil <= now ||
+    (reclaimOwner !== undefined && record.owner === reclaimOwner)
+  );
 }

@@ -6,7 +6,9 @@ import { millis } from '../row.js';
  * Bumps the epoch and records this session as the holder, on the database clock, when the run is free:
  * no owner, a lease that ran out, or a holder whose lock connection is no longer alive (pid and
  * backend_start, which together survive pid reuse). Runs on the lock connection, which holds the run's
- * advisory lock. Undefined when the run is held by a live owner or does not exist.
+ * advisory lock. With `reclaimOwn`, a run still leased to this same owner (a restarted process) is free too.
+ * A claim from a holder that never released the run counts as a recovery. Undefined when the run is held by
+ * a live owner or does not exist.
  */
 export async function claimRun(
   db: Db,
@@ -14,24 +16,36 @@ export async function claimRun(
   runId: string,
   owner: string,
   ttlMs: number,
-): Promise<{ epoch: number; leaseUntil: number; pid: number } | undefined> {
+  reclaimOwn: boolean,
+): Promise<
+  | { epoch: number; leaseUntil: number; pid: number; recoveries: number; cancelRequested: boolean }
+  | undefined
+> {
   const rows = await query(
     db,
     `UPDATE ${names.runs} r
         SET epoch = r.epoch + 1, owner = $2::text,
+            recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
             lease_until = now() + $3::float8 * interval '1 millisecond', heartbeat_at = now(),
             holder_pid = pg_backend_pid(),
             holder_backend_start = (SELECT a.backend_start FROM pg_stat_activity a WHERE a.pid = pg_backend_pid())
       WHERE r.run_id = $1::text
         AND (r.owner IS NULL OR r.lease_until < now() OR r.holder_pid IS NULL
+             OR ($4::boolean AND r.owner = $2::text)
              OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a
                              WHERE a.pid = r.holder_pid AND a.backend_start = r.holder_backend_start))
-     RETURNING r.epoch::float8, ${millis('r.lease_until')}, pg_backend_pid()`,
-    [runId, owner, ttlMs],
+     RETURNING r.epoch::float8, ${millis('r.lease_until')}, pg_backend_pid(), r.recoveries, r.cancel_requested`,
+    [runId, owner, ttlMs, reclaimOwn],
   );
   const row = rows[0];
   if (row === undefined) return undefined;
-  return { epoch: row[0] as number, leaseUntil: row[1] as number, pid: row[2] as number };
+  return {
+    epoch: row[0] as number,
+    leaseUntil: row[1] as number,
+    pid: row[2] as number,
+    recoveries: row[3] as number,
+    cancelRequested: row[4] as boolean,
+  };
 }
 
 /** Whether a run with this id exists. */

@@ -13,10 +13,17 @@ export async function createRun(
     const inserted = await query(
       db,
       `INSERT INTO ${names.runs} (run_id, kind, name, signature, status, snapshot)
-       VALUES ($1::text, $2::text, $3::text, $4::text, 'running', $5::text::jsonb)
+       VALUES ($1::text, $2::text, $3::text, $4::text, $6::text, $5::text::jsonb)
        ON CONFLICT (run_id) DO NOTHING
        RETURNING ${runColumns}`,
-      [run.runId, run.kind, run.name, run.signature, jsonParam(run.snapshot ?? undefined)],
+      [
+        run.runId,
+        run.kind,
+        run.name,
+        run.signature,
+        jsonParam(run.snapshot ?? undefined),
+        run.status ?? 'running',
+      ],
     );
     if (inserted[0] !== undefined) return { created: true, run: decodeRun(inserted[0]) };
     const existing = await query(

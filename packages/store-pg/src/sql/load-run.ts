@@ -1,7 +1,7 @@
 import type { JournalEntry, StoredRun } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
-import { decodeRun, runColumns } from '../row.js';
+import { decodeRun, runColumnCount, runColumns } from '../row.js';
 
 /** The run and its journal in seq order, read in one statement so both come from one snapshot. */
 export async function loadRun(db: Db, names: Names, runId: string): Promise<StoredRun | undefined> {
@@ -15,5 +15,8 @@ export async function loadRun(db: Db, names: Names, runId: string): Promise<Stor
   );
   const row = rows[0];
   if (row === undefined) return undefined;
-  return { run: decodeRun(row), journal: JSON.parse(row[13] as string) as JournalEntry[] };
+  return {
+    run: decodeRun(row),
+    journal: JSON.parse(row[runColumnCount] as string) as JournalEntry[],
+  };
 }

@@ -14,15 +14,17 @@ export async function renewLease(
   owner: string,
   epoch: number,
   ttlMs: number,
-): Promise<{ leaseUntil: number; pid: number } | undefined> {
+): Promise<{ leaseUntil: number; pid: number; cancelRequested: boolean } | undefined> {
   const rows = await query(
     db,
     `UPDATE ${names.runs}
         SET lease_until = now() + $4::float8 * interval '1 millisecond', heartbeat_at = now()
       WHERE run_id = $1::text AND owner = $2::text AND epoch = $3::bigint AND holder_pid = pg_backend_pid()
-     RETURNING ${millis('lease_until')}, pg_backend_pid()`,
+     RETURNING ${millis('lease_until')}, pg_backend_pid(), cancel_requested`,
     [runId, owner, epoch, ttlMs],
   );
   const row = rows[0];
-  return row === undefined ? undefined : { leaseUntil: row[0] as number, pid: row[1] as number };
+  return row === undefined
+    ? undefined
+    : { leaseUntil: row[0] as number, pid: row[1] as number, cancelRequested: row[2] as boolean };
 }

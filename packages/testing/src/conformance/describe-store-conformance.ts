@@ -3,6 +3,7 @@ import { useHarness } from './context.js';
 import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js';
 import { leaseTests } from './lease-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
+import { workerTests } from './worker-tests.js';
 
 /**
  * Registers the whole store contract as vitest tests under `describe(name)`: every test gets a fresh
@@ -17,5 +18,6 @@ export function describeStoreConformance(
     const ctx = useHarness(factory);
     describe('snapshots', () => snapshotTests(ctx));
     describe('leases', () => leaseTests(ctx, options.claimers ?? 8));
+    describe('workers', () => workerTests(ctx));
   });
 }

@@ -14,6 +14,11 @@ export interface StoreHarness {
    * or wait past the ttl when the database's clock decides.
    */
   expireLeases(): Promise<void>;
+  /**
+   * Simulates the death of the process behind one store instance: its sessions end without any release
+   * (Postgres: its lock connection closes). Stores without sessions need not provide it.
+   */
+  crash?(store: DurableStore): Promise<void>;
   /** Frees everything the harness opened; called after each test. */
   close?(): Promise<void>;
 }

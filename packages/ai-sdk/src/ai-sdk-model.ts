@@ -1,0 +1,78 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import {
+  CairnError,
+  systemClock,
+  type Clock,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+} from '@cairn/sdk';
+import { toCairnError } from './provider-error.js';
+import { toPrompt, toTools } from './prompt.js';
+import { fromResult } from './response.js';
+
+/** Call settings the adapter passes through unchanged; it sets the prompt, tools, format and signal itself. */
+export type AiSdkCallSettings = Omit<
+  LanguageModelV3CallOptions,
+  'prompt' | 'tools' | 'toolChoice' | 'responseFormat' | 'abortSignal'
+>;
+
+/** Options of `aiSdkModel`. */
+export interface AiSdkModelOptions {
+  /** Sent with every call: `temperature`, `maxOutputTokens`, `headers`, `providerOptions` and the like. */
+  settings?: AiSdkCallSettings;
+  /**
+   * The longest wait a provider's `retry-after` may ask for before a retry; longer asks are cut to it.
+   * @defaultValue 60000
+   */
+  maxRetryAfterMs?: number;
+  /** Reads the time for a `retry-after` given as an HTTP date. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
+}
+
+/**
+ * Makes a Cairn `Model` of an AI SDK language model (specification v3, as `@ai-sdk/openai`,
+ * `@ai-sdk/anthropic` and the other providers for AI SDK 6 implement it). Its `name` is the model id and its
+ * `provider` the provider id, both part of an agent's signature. Provider errors become `MODEL_FAILED`
+ * Cairn errors, retryable for rate limits and overload with the provider's retry-after.
+ */
+export function aiSdkModel(languageModel: LanguageModelV3, options: AiSdkModelOptions = {}): Model {
+  const version: unknown = (languageModel as { specificationVersion?: unknown })
+    .specificationVersion;
+  if (version !== 'v3') {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `@cairn/ai-sdk needs a language model of specification v3 (AI SDK 6 providers), got ${JSON.stringify(version)}.`,
+    );
+  }
+  const clock = options.clock ?? systemClock;
+  const errorContext = {
+    provider: languageModel.provider,
+    model: languageModel.modelId,
+    maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
+    now: () => clock.now(),
+  };
+
+  async function generate(request: ModelRequest): Promise<ModelResponse> {
+    const call: LanguageModelV3CallOptions = {
+      ...options.settings,
+      prompt: toPrompt(request.messages),
+      abortSignal: request.signal,
+    };
+    if (request.tools.length > 0) call.tools = toTools(request.tools);
+    if (request.responseSchema !== undefined) {
+      call.responseFormat = { type: 'json', schema: request.responseSchema };
+    }
+    let result;
+    try {
+      result = await languageModel.doGenerate(call);
+    } catch (error) {
+      // A run that is cancelled or lost its lease aborts the call; the runtime knows why, so pass it on.
+      if (request.signal.aborted) throw error;
+      throw toCairnError(error, errorContext);
+    }
+    return fromResult(result);
+  }
+
+  return { name: languageModel.modelId, provider: languageModel.provider, generate };
+}

@@ -1,0 +1,233 @@
+import { z } from 'zod';
+import { CairnError, PlannerDriftError } from '../errors.js';
+import type { JsonObject, JsonValue } from '../json.js';
+import { modelResponseSchema, type Model, type ModelRequest, type Usage } from '../model.js';
+import type { DurableRunResult } from '../runtime/run-durable.js';
+import {
+  createRunner,
+  type DurableOptions,
+  type ExecuteOptions,
+  type ResumeOptions,
+} from '../runtime/runner.js';
+import type {
+  DurableDefinition,
+  Effect,
+  EffectContext,
+  RetryPolicy,
+} from '../runtime/step-function.js';
+import { structuralSignature } from '../signature.js';
+import { isAgent, type Capability } from './capability.js';
+import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
+import { plannerSystemPrompt } from './planner-prompt.js';
+import { plannerStateSchema, type LedgerEntry, type PlannerState } from './planner-state.js';
+import {
+  plannerInit,
+  plannerStep,
+  type AgentNodeValue,
+  type PlannerShape,
+} from './planner-step.js';
+
+/** What `definePlanner` takes. */
+export interface PlannerConfig {
+  name: string;
+  /** The planning model. Not part of the signature: a frozen plan does not depend on who wrote it. */
+  model: Model;
+  /** What plan nodes may dispatch, in the order the planning model is shown them. */
+  capabilities: readonly Capability[];
+  /** Appended to the planning model's system prompt. Not part of the signature. */
+  instructions?: string;
+  /** Nodes run at once, at most. @defaultValue 4 */
+  maxParallel?: number;
+  /** Replans after failed nodes before the run fails with `NODE_FAILED`. @defaultValue 2 */
+  maxReplans?: number;
+  /** Planning answers in a row that may be invalid before the run fails with `PLAN_INVALID`. @defaultValue 3 */
+  maxPlanAttempts?: number;
+  /** Bump it to mark a change the signature cannot see (say, a capability's behaviour). */
+  version?: string | number;
+  durable?: DurableOptions;
+  /** Retries of `retryable` planning model errors. @defaultValue 3 tries */
+  modelRetry?: RetryPolicy;
+}
+
+/** How a planner run ended. */
+export interface PlannerResult {
+  runId: string;
+  /** The plan's `output` with its references resolved, or the outputs of the nodes nothing depends on. */
+  output: JsonValue;
+  /** Usage of every planning call and every child agent run, each counted once across crashes. */
+  usage: Usage;
+  /** The ledger: every node that ran, in the order it settled, with its output or error. */
+  nodes: LedgerEntry[];
+  /** The last frozen plan. */
+  plan: PlanNode[];
+  /** Replans the run made after failed nodes. */
+  replanCount: number;
+  /** True when the run continued from an earlier attempt's checkpoint (or had already ended). */
+  resumed: boolean;
+}
+
+/** A durable planner: a pure step function over a frozen plan, plus the runtime that performs it. */
+export interface Planner {
+  readonly kind: 'planner';
+  readonly name: string;
+  /** Planner name, capability names and kinds in order, and version. */
+  readonly signature: string;
+  /** The step function the runtime and workers run. */
+  readonly definition: DurableDefinition<PlannerState, string, JsonValue>;
+  execute(goal: string, options?: ExecuteOptions): Promise<PlannerResult>;
+  /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
+  resume(runId: string, options?: ResumeOptions): Promise<PlannerResult>;
+}
+
+const capabilityName = /^[A-Za-z0-9_-]{1,64}$/;
+
+function positiveInteger(name: string, value: number, minimum: number): number {
+  if (!Number.isInteger(value) || value < minimum) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `${name} must be an integer of at least ${minimum}, got ${value}.`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Defines a durable planner. A run asks the planning model for a plan (a DAG of capability nodes), checks
+ * it and asks again with the problems when it is invalid, freezes it, and runs its nodes in waves: every
+ * node whose dependencies completed, up to `maxParallel`, performed together and checkpointed once the wave
+ * settled (the journal records each node as it settles). Agent nodes run as child runs with their own
+ * checkpoints under `${runId}/${nodeId}`. A failed node triggers a replan of the unfinished part.
+ */
+export function definePlanner(config: PlannerConfig): Planner {
+  const capabilities = new Map<string, Capability>();
+  for (const capability of config.capabilities) {
+    if (!capabilityName.test(capability.name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Capability name "${capability.name}" must be 1 to 64 letters, digits, "_" or "-".`,
+      );
+    }
+    if (capabilities.has(capability.name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Planner "${config.name}" has two capabilities named "${capability.name}".`,
+      );
+    }
+    capabilities.set(capability.name, capability);
+  }
+  if (capabilities.size === 0) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `Planner "${config.name}" needs at least one capability.`,
+    );
+  }
+  const shape: PlannerShape = {
+    capabilities,
+    maxParallel: positiveInteger('maxParallel', config.maxParallel ?? 4, 1),
+    maxReplans: positiveInteger('maxReplans', config.maxReplans ?? 2, 0),
+    maxPlanAttempts: positiveInteger('maxPlanAttempts', config.maxPlanAttempts ?? 3, 1),
+    modelRetry: config.modelRetry ?? { maxAttempts: 3 },
+  };
+  const signature = structuralSignature({
+    kind: 'planner',
+    name: config.name,
+    capabilities: config.capabilities.map((capability) => ({
+      name: capability.name,
+      kind: isAgent(capability.executable) ? 'agent' : 'tool',
+    })),
+    version: config.version ?? null,
+  });
+  const system = plannerSystemPrompt(config.capabilities, shape.maxParallel, config.instructions);
+  const responseSchema: JsonObject = planJsonSchema([...capabilities.keys()]);
+
+  const definition: DurableDefinition<PlannerState, string, JsonValue> = {
+    kind: 'planner',
+    name: config.name,
+    signature,
+    init: (goal) => plannerInit(goal),
+    step: (state, event) => plannerStep(shape, state, event),
+    parseState: (state) => plannerStateSchema.parse(state),
+    parseOutput: (output) => output,
+    driftError: (runId, stored, current) => new PlannerDriftError(runId, stored, current),
+    perform: async (effect: Effect, context: EffectContext<PlannerState>) => {
+      if (effect.kind === 'plan') return askModel(context);
+      if (effect.kind === 'node') return runNode(effect, context);
+      throw new CairnError('INVALID_ARGUMENT', `Planners perform no "${effect.kind}" effects.`);
+    },
+  };
+
+  async function askModel(context: EffectContext<PlannerState>): Promise<JsonValue> {
+    const request: ModelRequest = {
+      messages: [{ role: 'system', content: system }, ...context.state.conversation],
+      tools: [],
+      responseSchema,
+      signal: context.signal,
+    };
+    const response = await config.model.generate(request);
+    const parsed = modelResponseSchema.safeParse(response);
+    if (!parsed.success) {
+      throw new CairnError(
+        'MODEL_FAILED',
+        `Model "${config.model.name}" returned a malformed response: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    return parsed.data as unknown as JsonValue;
+  }
+
+  async function runNode(effect: Effect, context: EffectContext<PlannerState>): Promise<JsonValue> {
+    const nodeId = String(effect.node);
+    const capability = capabilities.get(String(effect.capability));
+    if (capability === undefined || !nodeIdPattern.test(nodeId)) {
+      throw new CairnError(
+        'TOOL_NOT_FOUND',
+        `The planner has no capability "${String(effect.capability)}".`,
+      );
+    }
+    const { executable } = capability;
+    if (isAgent(executable)) {
+      const childRunId = `${context.runId}/${nodeId}`;
+      const child = await context.runChild(executable.definition, String(effect.input), childRunId);
+      const value: AgentNodeValue = {
+        output: (child.output ?? null) as JsonValue,
+        child: {
+          runId: child.runId,
+          kind: 'agent',
+          trips: child.state.trips,
+          usage: child.state.usage,
+          unknownToolCalls: child.state.messages.flatMap((message) =>
+            message.role === 'tool' && message.outcome === 'unknown' ? [message.toolCallId] : [],
+          ),
+        },
+      };
+      return value as unknown as JsonValue;
+    }
+    const args = executable.input.parse(effect.input);
+    const result: unknown = await executable.execute(args, {
+      runId: context.runId,
+      toolCallId: nodeId,
+      idempotencyKey: `${context.runId}:${nodeId}`,
+      signal: context.signal,
+    });
+    return (result ?? null) as JsonValue;
+  }
+
+  const runner = createRunner(definition, config.durable);
+  const toResult = (run: DurableRunResult<PlannerState, JsonValue>): PlannerResult => ({
+    runId: run.runId,
+    output: run.output,
+    usage: run.state.usage,
+    nodes: run.state.ledger,
+    plan: run.state.plan?.nodes ?? [],
+    replanCount: run.state.replanCount,
+    resumed: run.resumed,
+  });
+
+  return {
+    kind: 'planner',
+    name: config.name,
+    signature,
+    definition,
+    execute: async (goal, options) => toResult(await runner.execute(goal, options)),
+    resume: async (runId, options) => toResult(await runner.resume(runId, options)),
+  };
+}
