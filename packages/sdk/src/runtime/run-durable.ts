@@ -27,7 +27,7 @@ import { Attempt } from './attempt.js';
 import { EffectPerformer, type ChildLauncher } from './effect-performer.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
 import { RunWriter, type StoreRetryPolicy } from './run-writer.js';
-import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
+import { initialRunSnapshot, parseRuntimeSnapshot } from './runtime-snapshot.js';
 import type {
   BoundaryHook,
   DurableDefinition,
@@ -67,6 +67,8 @@ export interface DurableRunOptions<Input> {
   maxRecoveries?: number;
   /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
   reclaimOwn?: boolean;
+  /** Called once the run is claimed, with the lease and the record as it was claimed. */
+  onClaim?(lease: Lease, record: RunRecord): void;
 }
 
 /** How a run ended, from the attempt that saw it end (or from the store, for a finished run). */
@@ -84,7 +86,10 @@ export interface DurableRunResult<State, Output> {
 type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
 
 /** Claims the run for one attempt, once it is known to exist and not to have ended. */
-type Claim = (span: Span) => Promise<{ attempt: Attempt; holding: Holding; stop(): void }>;
+type Claim = (
+  span: Span,
+  record: RunRecord,
+) => Promise<{ attempt: Attempt; holding: Holding; stop(): void }>;
 
 /**
  * Runs a durable step function to its end from wherever its store says it is: the runtime loop of
@@ -95,7 +100,7 @@ export function runDurable<State, Input, Output>(
   options: DurableRunOptions<Input>,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId } = options;
-  return traceAttempt(definition, options, async (span) => {
+  return traceAttempt(definition, options, async (span, record) => {
     const lease = await store.acquire(runId, {
       owner: options.owner,
       ttlMs: options.leaseMs,
@@ -104,6 +109,7 @@ export function runDurable<State, Input, Output>(
     if (lease === undefined) throw new LeaseHeldError(runId);
     const recoveries = lease.recoveries ?? 0;
     span.setAttribute('cairn.run.recoveries', recoveries);
+    options.onClaim?.(lease, record);
     if (options.maxRecoveries !== undefined && recoveries > options.maxRecoveries) {
       await deadLetter(store, lease, recoveries, options.maxRecoveries);
     }
@@ -208,7 +214,7 @@ async function traceAttempt<State, Input, Output>(
       return finished;
     }
     checkDrift(definition, record, options.force);
-    const { attempt, holding, stop } = await claim(span);
+    const { attempt, holding, stop } = await claim(span, record);
     span.setAttribute('cairn.run.epoch', attempt.epoch);
     try {
       const result = await runUnderLease(definition, options, attempt, holding, span);
@@ -290,19 +296,18 @@ async function createRun<State, Input, Output>(
   span: Span,
 ): Promise<RunRecord> {
   const { traceId, spanId } = span.spanContext();
-  const initial: RuntimeSnapshot<State> = {
-    format: 1,
-    state: definition.init(options.input as Input, options.runId),
-    pending: null,
-    journalSeq: 0,
-    ...(trace.isSpanContextValid(span.spanContext()) ? { trace: { traceId, spanId } } : {}),
-  };
+  const snapshot = initialRunSnapshot(
+    definition,
+    options.input as Input,
+    options.runId,
+    trace.isSpanContextValid(span.spanContext()) ? { traceId, spanId } : undefined,
+  );
   const { run } = await options.store.create({
     runId: options.runId,
     kind: definition.kind,
     name: definition.name,
     signature: definition.signature,
-    snapshot: jsonClone(initial) as unknown as JsonValue,
+    snapshot,
   });
   return run;
 }

@@ -80,3 +80,23 @@ export function parseRuntimeSnapshot<State>(
   }
   return snapshot;
 }
+
+/**
+ * The checkpoint a run starts from: its initial state and nothing performed yet. Workers' clients use it to
+ * enqueue a run that any process can then pick up.
+ */
+export function initialRunSnapshot<State, Input>(
+  definition: { init(input: Input, runId: string): State },
+  input: Input,
+  runId: string,
+  trace?: StoredTraceContext,
+): JsonValue {
+  const snapshot: RuntimeSnapshot<State> = {
+    format: 1,
+    state: definition.init(input, runId),
+    pending: null,
+    journalSeq: 0,
+    ...(trace === undefined ? {} : { trace }),
+  };
+  return JSON.parse(JSON.stringify(snapshot)) as JsonValue;
+}

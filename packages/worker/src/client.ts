@@ -1,0 +1,181 @@
+import {
+  CairnError,
+  deserializeError,
+  isTerminalStatus,
+  initialRunSnapshot,
+  LeaseHeldError,
+  RunNotFoundError,
+  serializeError,
+  systemClock,
+  type Clock,
+  type DurableDefinition,
+  type DurableStore,
+  type JsonValue,
+  type RunFilter,
+  type RunRecord,
+} from '@cairn/sdk';
+
+/** A run as a client sees it: its record, and whether a live worker holds it now. */
+export interface RunInfo extends RunRecord {
+  /** A worker holds an unexpired lease on it (as of the client's clock). */
+  held: boolean;
+}
+
+/** What `start` returns. */
+export interface StartedRun {
+  runId: string;
+  /** False when a run with this id (or idempotency key) already existed: nothing new was started. */
+  created: boolean;
+  status: RunRecord['status'];
+}
+
+/** Options of `start`. */
+export interface StartOptions {
+  /** The run's id. @defaultValue derived from `idempotencyKey`, else a random UUID */
+  runId?: string;
+  /** Starting twice with the same key returns the first run: the run id is `${kind}:${name}:${key}`. */
+  idempotencyKey?: string;
+}
+
+/** Options of `result`. */
+export interface ResultOptions {
+  /** How often the store is read while waiting. @defaultValue 250 */
+  pollMs?: number;
+  /** Give up after this long with a retryable `RUN_NOT_FINISHED`-style error. @defaultValue no limit */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of `createClient`. */
+export interface ClientOptions {
+  store: DurableStore;
+  /** @defaultValue systemClock */
+  clock?: Clock;
+}
+
+/** Starts, inspects, waits for, cancels and discards runs that workers perform. */
+export interface CairnClient {
+  /** Enqueues a run of an agent or planner for a worker; starting the same run id twice returns the first. */
+  start<Input>(
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    target: { kind: string; name: string; definition: DurableDefinition<any, Input, any> },
+    input: Input,
+    options?: StartOptions,
+  ): Promise<StartedRun>;
+  /** Waits for the run to end; returns its output, or throws its stored typed error. */
+  result(runId: string, options?: ResultOptions): Promise<JsonValue>;
+  get(runId: string): Promise<RunInfo | undefined>;
+  list(filter?: RunFilter): Promise<RunInfo[]>;
+  /**
+   * Cancels a run: at once when no live worker holds it, else its holder cancels it at its next heartbeat.
+   * Returns `cancelled`, `requested`, or `finished` when it had already ended.
+   */
+  cancel(runId: string): Promise<'cancelled' | 'requested' | 'finished'>;
+  /** Deletes a run that no live worker holds; true when it existed. Throws `LeaseHeldError` otherwise. */
+  discard(runId: string): Promise<boolean>;
+}
+
+/** Creates a client over a store: no worker runs in it, it only enqueues and observes. */
+export function createClient(options: ClientOptions): CairnClient {
+  const { store } = options;
+  const clock = options.clock ?? systemClock;
+  const owner = `client:${crypto.randomUUID()}`;
+  const info = (record: RunRecord): RunInfo => ({
+    ...record,
+    held: record.owner !== null && record.leaseUntil !== null && record.leaseUntil > clock.now(),
+  });
+
+  return {
+    async start(target, input, startOptions = {}) {
+      const runId =
+        startOptions.runId ??
+        (startOptions.idempotencyKey === undefined
+          ? crypto.randomUUID()
+          : `${target.kind}:${target.name}:${startOptions.idempotencyKey}`);
+      const { created, run } = await store.create({
+        runId,
+        kind: target.kind,
+        name: target.name,
+        signature: target.definition.signature,
+        status: 'queued',
+        snapshot: initialRunSnapshot(target.definition, input, runId),
+      });
+      if (!created && (run.kind !== target.kind || run.name !== target.name)) {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          `Run "${runId}" already exists as ${run.kind} "${run.name}", not ${target.kind} "${target.name}".`,
+          { data: { runId } },
+        );
+      }
+      return { runId, created, status: run.status };
+    },
+
+    async result(runId, resultOptions = {}) {
+      const pollMs = resultOptions.pollMs ?? 250;
+      const deadline =
+        resultOptions.timeoutMs === undefined ? Infinity : clock.now() + resultOptions.timeoutMs;
+      for (;;) {
+        const record = (await store.load(runId))?.run;
+        if (record === undefined) throw new RunNotFoundError(runId);
+        if (record.status === 'completed') return record.output ?? null;
+        if (isTerminalStatus(record.status)) {
+          throw deserializeError(
+            record.error ??
+              serializeError(
+                new CairnError('RUN_FAILED', `Run "${runId}" ended ${record.status}.`),
+              ),
+          );
+        }
+        if (clock.now() >= deadline) {
+          throw new CairnError(
+            'LEASE_HELD',
+            `Run "${runId}" has not ended yet (${record.status}).`,
+            {
+              retryable: true,
+              data: { runId, status: record.status },
+            },
+          );
+        }
+        await clock.sleep(pollMs, resultOptions.signal);
+      }
+    },
+
+    async get(runId) {
+      const record = (await store.load(runId))?.run;
+      return record === undefined ? undefined : info(record);
+    },
+
+    async list(filter) {
+      return (await store.list(filter)).map(info);
+    },
+
+    async cancel(runId) {
+      const record = (await store.load(runId))?.run;
+      if (record === undefined) throw new RunNotFoundError(runId);
+      if (isTerminalStatus(record.status)) return 'finished';
+      await store.requestCancel(runId);
+      // Nobody holds it: cancel it here, under a lease of our own.
+      const lease = await store.acquire(runId, { owner, ttlMs: 10_000 });
+      if (lease === undefined) return 'requested';
+      try {
+        const error = new CairnError('RUN_CANCELLED', `Run "${runId}" was cancelled by a client.`, {
+          data: { runId },
+        });
+        await store.updateStatus(runId, lease.epoch, {
+          status: 'cancelled',
+          error: serializeError(error),
+        });
+      } finally {
+        await store.release(lease);
+      }
+      return 'cancelled';
+    },
+
+    async discard(runId) {
+      const record = (await store.load(runId))?.run;
+      if (record === undefined) return false;
+      if (info(record).held && !isTerminalStatus(record.status)) throw new LeaseHeldError(runId);
+      return store.delete(runId);
+    },
+  };
+}

@@ -1,0 +1,14 @@
+/** @cairn/worker: long-lived workers that claim, heartbeat, take over and hand over Cairn runs. */
+export { createClient } from './client.js';
+export type {
+  CairnClient,
+  ClientOptions,
+  ResultOptions,
+  RunInfo,
+  StartedRun,
+  StartOptions,
+} from './client.js';
+export { createWorker } from './worker.js';
+export type { Worker, WorkerOptions } from './worker.js';
+export type { Runnable } from './definitions.js';
+export type { WorkerEvent } from './events.js';

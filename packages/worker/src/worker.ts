@@ -1,0 +1,279 @@
+import type { TracerProvider } from '@opentelemetry/api';
+import {
+  CairnError,
+  cairnTracer,
+  defaultStoreRetry,
+  DriftError,
+  isCairnError,
+  LeaseHeldError,
+  LeaseLostError,
+  runDurable,
+  systemClock,
+  type BoundaryHook,
+  type Clock,
+  type DurableStore,
+  type StoreRetryPolicy,
+} from '@cairn/sdk';
+import { DefinitionRegistry, type Runnable } from './definitions.js';
+import type { WorkerEvent } from './events.js';
+import { defaultOwner } from './owner.js';
+import { Wake } from './wake.js';
+
+/** Options of `createWorker`. */
+export interface WorkerOptions {
+  store: DurableStore;
+  agents?: readonly Runnable[];
+  planners?: readonly Runnable[];
+  /** Other durable definitions, by kind and name. */
+  definitions?: readonly Runnable[];
+  /** Runs performed at once. @defaultValue 10 */
+  concurrency?: number;
+  /** Lease length; a crashed worker's runs are free once it runs out (at once on Postgres). @defaultValue 30000 */
+  leaseMs?: number;
+  /** Renewal interval, at most a third of the lease. @defaultValue leaseMs / 3 */
+  heartbeatMs?: number;
+  /** This process's lease owner. @defaultValue host, pid and a random suffix */
+  owner?: string;
+  /**
+   * On start, take back at once the runs still leased to `owner`: a restarted process recovering what it
+   * held. Only safe when `owner` names one live process: two live workers sharing an owner would both run
+   * the same runs. @defaultValue false
+   */
+  takeoverOnRestart?: boolean;
+  /** Claims from holders that died holding a run, past which it is dead-lettered. @defaultValue 5 */
+  maxRecoveries?: number;
+  /** Fallback poll for new work when the store cannot notify, or misses a notification. @defaultValue 1000 */
+  pollMs?: number;
+  /** Signals that start a graceful shutdown; a second one exits at once. Empty to handle none. @defaultValue SIGTERM, SIGINT */
+  shutdownSignals?: readonly NodeJS.Signals[];
+  clock?: Clock;
+  tracerProvider?: TracerProvider;
+  storeRetry?: Partial<StoreRetryPolicy>;
+  onEvent?(event: WorkerEvent): void;
+  /** Called at every crash boundary of every run (for crash-injection tests and timelines). */
+  onBoundary?: BoundaryHook;
+}
+
+/** A long-lived worker: `start()` it, `close()` it (or `await using` it). */
+export interface Worker extends AsyncDisposable {
+  readonly owner: string;
+  start(): Promise<void>;
+  /** Stops claiming, hands running runs over at their next boundary, and resolves once they have. */
+  close(): Promise<void>;
+  /** Ids of the runs this worker is performing now. */
+  active(): string[];
+}
+
+/** Creates a worker that claims runs from the store and performs them through the sdk runtime. */
+export function createWorker(options: WorkerOptions): Worker {
+  const registry = new DefinitionRegistry([
+    ...(options.agents ?? []),
+    ...(options.planners ?? []),
+    ...(options.definitions ?? []),
+  ]);
+  const { store } = options;
+  const clock = options.clock ?? systemClock;
+  const owner = options.owner ?? defaultOwner();
+  const concurrency = options.concurrency ?? 10;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const pollMs = options.pollMs ?? 1_000;
+  const storeRetry = { ...defaultStoreRetry, ...options.storeRetry };
+  const emit = (event: WorkerEvent) => options.onEvent?.(event);
+  const wake = new Wake(clock);
+  const active = new Map<string, Promise<void>>();
+  /** Runs this worker will not try again before a time: drifted, unknown, failing to load. */
+  const parked = new Map<string, number>();
+  const handOver = new AbortController();
+  let state: 'new' | 'running' | 'closing' | 'closed' = 'new';
+  let loop: Promise<void> | undefined;
+  let unsubscribe: (() => Promise<void>) | undefined;
+  let closing: Promise<void> | undefined;
+  const signalHandlers = new Map<NodeJS.Signals, () => void>();
+
+  const park = (runId: string, ms: number) => parked.set(runId, clock.now() + ms);
+
+  async function perform(runId: string): Promise<void> {
+    const record = (await store.load(runId))?.run;
+    if (record === undefined) return;
+    const runnable = registry.get(record.kind, record.name);
+    if (runnable === undefined) {
+      park(runId, 60_000);
+      emit({
+        type: 'skipped',
+        runId,
+        code: 'INVALID_ARGUMENT',
+        message: `no ${record.kind} named "${record.name}" here`,
+      });
+      return;
+    }
+    try {
+      await runDurable(runnable.definition, {
+        store,
+        runId,
+        mode: 'resume',
+        force: false,
+        clock,
+        owner,
+        leaseMs,
+        storeRetry,
+        deleteOnComplete: false,
+        tracer: cairnTracer(options.tracerProvider),
+        handOverSignal: handOver.signal,
+        maxRecoveries: options.maxRecoveries ?? 5,
+        reclaimOwn: options.takeoverOnRestart === true,
+        ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+        ...(options.onBoundary === undefined ? {} : { onBoundary: options.onBoundary }),
+        onClaim: (lease, claimed) =>
+          emit({
+            type: 'claimed',
+            runId,
+            kind: claimed.kind,
+            name: claimed.name,
+            epoch: lease.epoch,
+            status: claimed.status,
+            takenFrom:
+              claimed.owner !== null && (lease.recoveries ?? 0) > claimed.recoveries
+                ? claimed.owner
+                : null,
+            recoveries: lease.recoveries ?? 0,
+          }),
+      });
+      emit({ type: 'completed', runId });
+    } catch (error) {
+      report(runId, error);
+    }
+  }
+
+  function report(runId: string, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof LeaseHeldError) {
+      emit({ type: 'skipped', runId, code: error.code, message });
+    } else if (error instanceof LeaseLostError) {
+      emit({ type: 'lease_lost', runId, message });
+    } else if (error instanceof DriftError) {
+      park(runId, 60_000);
+      emit({ type: 'skipped', runId, code: error.code, message });
+    } else if (isCairnError(error) && error.code === 'RUN_RELEASED') {
+      emit({ type: 'handed_over', runId });
+    } else if (isCairnError(error) && error.code === 'RUN_CANCELLED') {
+      emit({ type: 'cancelled', runId });
+    } else if (isCairnError(error) && error.code === 'RUN_SUSPENDED') {
+      park(runId, 5_000);
+      emit({ type: 'suspended', runId, message });
+    } else if (isCairnError(error) && error.code === 'RUN_DEAD_LETTERED') {
+      emit({ type: 'dead_lettered', runId, message });
+    } else if (
+      isCairnError(error) &&
+      (error.code === 'STORE_UNAVAILABLE' || error.code === 'SNAPSHOT_INVALID')
+    ) {
+      park(runId, error.code === 'SNAPSHOT_INVALID' ? 60_000 : 1_000);
+      emit({ type: 'skipped', runId, code: error.code, message });
+    } else {
+      emit({ type: 'failed', runId, code: isCairnError(error) ? error.code : 'UNKNOWN', message });
+    }
+  }
+
+  function launch(runId: string): void {
+    const running = perform(runId)
+      .catch((error: unknown) => report(runId, error))
+      .finally(() => {
+        active.delete(runId);
+        wake.notify();
+      });
+    active.set(runId, running);
+  }
+
+  async function claimLoop(): Promise<void> {
+    let failures = 0;
+    while (state === 'running') {
+      const free = concurrency - active.size;
+      if (free > 0) {
+        try {
+          const now = clock.now();
+          for (const [runId, until] of parked) if (until <= now) parked.delete(runId);
+          const candidates = await store.claimable({
+            limit: free + parked.size + active.size,
+            definitions: registry.keys,
+            ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
+          });
+          failures = 0;
+          for (const runId of candidates) {
+            if (state !== 'running' || active.size >= concurrency) break;
+            if (!active.has(runId) && !parked.has(runId)) launch(runId);
+          }
+        } catch (error) {
+          failures += 1;
+          emit({
+            type: 'error',
+            code: isCairnError(error) ? error.code : 'UNKNOWN',
+            message: error instanceof Error ? error.message : String(error),
+          });
+          await clock.sleep(Math.min(pollMs * 2 ** failures, 30_000));
+          continue;
+        }
+      }
+      if (state !== 'running') break;
+      await wake.wait(pollMs);
+    }
+  }
+
+  function installSignals(): void {
+    for (const signal of options.shutdownSignals ?? (['SIGTERM', 'SIGINT'] as const)) {
+      const handler = () => {
+        if (state === 'closing' || state === 'closed') {
+          // A second signal: leave now; leases run out or are taken over from the dead session.
+          process.exit(130);
+        }
+        emit({ type: 'closing', signal });
+        void close();
+      };
+      signalHandlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closing !== undefined) return closing;
+    if (state === 'new') {
+      state = 'closed';
+      return;
+    }
+    closing = (async () => {
+      state = 'closing';
+      handOver.abort();
+      wake.notify();
+      await loop;
+      await Promise.allSettled([...active.values()]);
+      await unsubscribe?.().catch(() => undefined);
+      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
+      state = 'closed';
+      emit({ type: 'closed' });
+    })();
+    return closing;
+  }
+
+  return {
+    owner,
+    async start() {
+      if (state !== 'new')
+        throw new CairnError('INVALID_ARGUMENT', 'A worker can be started once.');
+      state = 'running';
+      try {
+        unsubscribe = await store.subscribe?.(() => wake.notify());
+      } catch (error) {
+        // No notifications: the poll still finds work.
+        emit({
+          type: 'error',
+          code: isCairnError(error) ? error.code : 'UNKNOWN',
+          message: String(error),
+        });
+      }
+      installSignals();
+      emit({ type: 'started', owner });
+      loop = claimLoop();
+    },
+    close,
+    active: () => [...active.keys()],
+    [Symbol.asyncDispose]: close,
+  };
+}
