@@ -28,12 +28,11 @@ export class Wake {
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => {
-      let timer: TimerHandle | undefined;
+      const timer: TimerHandle = this.clock.setTimer(ms, () => this.notify());
       this.resolve = () => {
-        timer?.cancel();
+        timer.cancel();
         resolve();
       };
-      timer = this.clock.setTimer(ms, () => this.notify());
     });
   }
 }
