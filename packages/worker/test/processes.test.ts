@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import { pgStore, type PgStore } from '@cairn/store-pg';
+import { useTestDatabase } from '@cairn/testing';
+import { createClient, type CairnClient } from '@cairn/worker';
+import postgres, { type Sql } from 'postgres';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createEffectsTable, processAgent } from './fixtures/agents.js';
+import { startWorkerProcess, type WorkerProcess } from './processes.js';
+
+// Real worker processes against real Postgres: SIGKILL, SIGSTOP/SIGCONT, SIGTERM, races and a soak.
+const database = useTestDatabase({ prefix: 'cairn_worker_processes' });
+let sql: Sql;
+let store: PgStore;
+let schema: string;
+let client: CairnClient;
+const processes: WorkerProcess[] = [];
+
+beforeAll(() => {
+  sql = postgres(database().url, { max: 5, onnotice: () => undefined });
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+beforeEach(async () => {
+  schema = `w_${randomBytes(5).toString('hex')}`;
+  store = pgStore({ sql, schema });
+  await store.migrate();
+  await createEffectsTable(sql, schema);
+  client = createClient({ store });
+});
+afterEach(async () => {
+  for (const worker of processes.splice(0)) {
+    worker.kill('SIGKILL');
+    await worker.exited;
+  }
+  await store.close();
+  await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+});
+
+const agent = () => processAgent(sql, schema, 0);
+
+function worker(owner: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const started = startWorkerProcess({
+    DATABASE_URL: database().url,
+    CAIRN_SCHEMA: schema,
+    OWNER: owner,
+    ...env,
+  });
+  void started.then((process) => processes.push(process));
+  return started;
+}
+
+async function effectsOf(runId: string): Promise<Record<string, number>> {
+  const rows = await sql.unsafe<Array<{ tool_call_id: string; n: number }>>(
+    `select tool_call_id, n from "${schema}".effects where run_id = $1`,
+    [runId],
+  );
+  return Object.fromEntries(rows.map((row) => [row.tool_call_id, row.n]));
+}
+
+/** The tool calls the finished run reported to the model as outcome unknown. */
+async function unknownCalls(runId: string): Promise<string[]> {
+  const snapshot = (await store.load(runId))?.run.snapshot as {
+    state: { messages: Array<{ role: string; toolCallId?: string; outcome?: string }> };
+  };
+  return snapshot.state.messages
+    .filter((m) => m.role === 'tool' && m.outcome === 'unknown')
+    .map((m) => m.toolCallId!);
+}
+
+describe('worker processes on Postgres', () => {
+  it('SIGKILL mid-tool: another worker finishes; settled tools ran once, the in-flight one is unknown', async () => {
+    const doomed = await worker('doomed', { CRASH_AT: 'effect.after@trip-1/tool/a2' });
+    const { runId } = await client.start(agent(), 'go');
+    expect((await doomed.exited).signal).toBe('SIGKILL');
+    const survivor = await worker('survivor');
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
+    expect(await unknownCalls(runId)).toEqual(['a2']);
+    expect(survivor.events('claimed')[0]).toMatchObject({ runId, takenFrom: 'doomed', epoch: 2 });
+  });
+
+  it('SIGKILL mid-checkpoint: another worker finishes; no tool ran twice and none is unknown', async () => {
+    const doomed = await worker('doomed', { CRASH_AT: 'checkpoint.before#3' });
+    const { runId } = await client.start(agent(), 'go');
+    expect((await doomed.exited).signal).toBe('SIGKILL');
+    await worker('survivor');
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
+    expect(await unknownCalls(runId)).toEqual([]);
+  });
+
+  it('SIGSTOP past the lease, then SIGCONT: the frozen worker writes nothing after the takeover', async () => {
+    const frozen = await worker('frozen', { LEASE_MS: '1200', SLOW_MS: '3000' });
+    const { runId } = await client.start(agent(), 'go');
+    await frozen.waitFor(
+      (l) =>
+        l.kind === 'boundary' && l.point === 'effect.before' && l.effectId === 'trip-1/tool/a2',
+    );
+    frozen.kill('SIGSTOP');
+    const survivor = await worker('survivor', { LEASE_MS: '1200' });
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    const writesBefore = frozen.lines.length;
+    frozen.kill('SIGCONT');
+    await frozen.waitFor((l) => l.kind === 'event' && l.type === 'lease_lost' && l.runId === runId);
+    const afterWake = frozen.lines.slice(writesBefore);
+    expect(
+      afterWake.filter(
+        (l) =>
+          l.kind === 'boundary' && /\.after$/.test(String(l.point)) && l.point !== 'effect.after',
+      ),
+    ).toEqual([]);
+    expect(frozen.events('completed')).toEqual([]);
+    expect(survivor.events('claimed')[0]).toMatchObject({ runId, takenFrom: 'frozen' });
+    expect(await unknownCalls(runId)).toEqual(['a2']);
+    expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
+  });
+
+  it('SIGTERM hands the run over: another worker takes it without waiting for the 60 s lease', async () => {
+    const leaving = await worker('leaving', { LEASE_MS: '60000', SLOW_MS: '1500' });
+    const { runId } = await client.start(agent(), 'go');
+    await leaving.waitFor(
+      (l) =>
+        l.kind === 'boundary' && l.point === 'effect.before' && l.effectId === 'trip-1/tool/a2',
+    );
+    leaving.kill('SIGTERM');
+    expect((await leaving.exited).code).toBe(0);
+    expect(leaving.events('handed_over')).toMatchObject([{ runId }]);
+    // The in-flight tool finished and was journaled before the hand-over; the next one never started here.
+    expect(leaving.lines.some((l) => l.effectId === 'trip-2/tool/a3')).toBe(false);
+    const staying = await worker('staying', { LEASE_MS: '60000' });
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    expect(staying.events('claimed')[0]).toMatchObject({ runId, takenFrom: null });
+    expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
+    expect(await unknownCalls(runId)).toEqual([]);
+  });
+
+  it('N workers racing for one run: exactly one claims it', async () => {
+    const racers = await Promise.all(['r1', 'r2', 'r3', 'r4'].map((owner) => worker(owner)));
+    const { runId } = await client.start(agent(), 'go');
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    const claims = racers.flatMap((racer) => racer.events('claimed'));
+    expect(claims).toHaveLength(1);
+    expect((await store.load(runId))?.run.epoch).toBe(1);
+  });
+
+  it('soak: 200 runs across 3 workers with random kills all end, every settled side effect counted once', async () => {
+    // Slow second steps keep runs in flight long enough for the kills to land mid-run.
+    const env = { CONCURRENCY: '10', LEASE_MS: '3000', MAX_RECOVERIES: '50', SLOW_MS: '1000' };
+    const live = await Promise.all(['s0', 's1', 's2'].map((owner) => worker(owner, env)));
+    const runIds: string[] = [];
+    for (let i = 0; i < 200; i += 1) runIds.push((await client.start(agent(), `run ${i}`)).runId);
+    // Kill a random worker at random moments and start a new one in its place, a bounded number of times.
+    let kills = 0;
+    let generation = 0;
+    while (kills < 8) {
+      const done = await client.list({ status: 'completed' });
+      if (done.length === runIds.length) break;
+      await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 250)));
+      const index = Math.floor(Math.random() * live.length);
+      live[index]!.kill('SIGKILL');
+      await live[index]!.exited;
+      kills += 1;
+      live[index] = await worker(`s${index}-${++generation}`, env);
+    }
+    for (const runId of runIds)
+      expect(await client.result(runId, { pollMs: 100 })).toBe('three steps done');
+    const rows = await sql.unsafe<Array<{ run_id: string; tool_call_id: string; n: number }>>(
+      `select run_id, tool_call_id, n from "${schema}".effects`,
+    );
+    let unknown = 0;
+    for (const runId of runIds) {
+      const reported = new Set(await unknownCalls(runId));
+      unknown += reported.size;
+      for (const call of ['a1', 'a2', 'a3']) {
+        const n = rows.find((row) => row.run_id === runId && row.tool_call_id === call)?.n ?? 0;
+        // A call reported unknown was in flight at a kill: it ran at most once. Every other ran exactly once.
+        if (reported.has(call)) expect(n, `${runId} ${call}`).toBeLessThanOrEqual(1);
+        else expect(n, `${runId} ${call}`).toBe(1);
+      }
+    }
+    console.log(`soak: 200 runs, ${kills} kills, ${unknown} calls reported outcome unknown`);
+    expect(kills).toBeGreaterThanOrEqual(3);
+  }, 180_000);
+});
