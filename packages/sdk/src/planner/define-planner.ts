@@ -1,3 +1,4 @@
+import type { TracerProvider } from '@opentelemetry/api';
 import { z } from 'zod';
 import { CairnError, PlannerDriftError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
@@ -19,6 +20,7 @@ import { structuralSignature } from '../signature.js';
 import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
 import { plannerSystemPrompt } from './planner-prompt.js';
+import { plannerTelemetry } from './planner-telemetry.js';
 import { plannerStateSchema, type LedgerEntry, type PlannerState } from './planner-state.js';
 import {
   plannerInit,
@@ -45,6 +47,8 @@ export interface PlannerConfig {
   /** Bump it to mark a change the signature cannot see (say, a capability's behaviour). */
   version?: string | number;
   durable?: DurableOptions;
+  /** Where spans go. @defaultValue the global tracer provider (a no-op until an OpenTelemetry SDK registers one) */
+  tracerProvider?: TracerProvider;
   /** Retries of `retryable` planning model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
 }
@@ -149,6 +153,11 @@ export function definePlanner(config: PlannerConfig): Planner {
     parseState: (state) => plannerStateSchema.parse(state),
     parseOutput: (output) => output,
     driftError: (runId, stored, current) => new PlannerDriftError(runId, stored, current),
+    telemetry: plannerTelemetry(
+      config.name,
+      config.model,
+      new Set(config.capabilities.filter((c) => isAgent(c.executable)).map((c) => c.name)),
+    ),
     perform: async (effect: Effect, context: EffectContext<PlannerState>) => {
       if (effect.kind === 'plan') return askModel(context);
       if (effect.kind === 'node') return runNode(effect, context);
@@ -186,7 +195,10 @@ export function definePlanner(config: PlannerConfig): Planner {
     const { executable } = capability;
     if (isAgent(executable)) {
       const childRunId = `${context.runId}/${nodeId}`;
-      const child = await context.runChild(executable.definition, String(effect.input), childRunId);
+      // An agent's input is text: a node input that is not a string is handed over as JSON.
+      const input =
+        typeof effect.input === 'string' ? effect.input : JSON.stringify(effect.input ?? null);
+      const child = await context.runChild(executable.definition, input, childRunId);
       const value: AgentNodeValue = {
         output: (child.output ?? null) as JsonValue,
         child: {
@@ -211,7 +223,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     return (result ?? null) as JsonValue;
   }
 
-  const runner = createRunner(definition, config.durable);
+  const runner = createRunner(definition, config.durable, config.tracerProvider);
   const toResult = (run: DurableRunResult<PlannerState, JsonValue>): PlannerResult => ({
     runId: run.runId,
     output: run.output,
