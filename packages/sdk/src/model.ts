@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CairnError } from './errors.js';
 import type { JsonObject, JsonValue } from './json.js';
 
 /** A tool call the model asked for. `args` are as the model gave them, before validation. */
@@ -108,4 +109,20 @@ export function addUsage(a: Usage, b: Usage): Usage {
     sum.cachedInputTokens = (a.cachedInputTokens ?? 0) + (b.cachedInputTokens ?? 0);
   }
   return sum;
+}
+
+/**
+ * Asks a model and checks its answer before the runtime journals it: a malformed response is a typed
+ * `MODEL_FAILED` error, not a corrupt journal entry.
+ */
+export async function generateChecked(model: Model, request: ModelRequest): Promise<JsonValue> {
+  const response = await model.generate(request);
+  const parsed = modelResponseSchema.safeParse(response);
+  if (!parsed.success) {
+    throw new CairnError(
+      'MODEL_FAILED',
+      `Model "${model.name}" returned a malformed response: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data as unknown as JsonValue;
 }

@@ -88,3 +88,21 @@ export function parseToolArgs(
     message: `Invalid arguments for tool "${tool.name}": ${z.prettifyError(parsed.error)}`,
   };
 }
+
+/**
+ * Runs a tool for one call: validates the arguments again (they may carry transforms), hands it the
+ * call's context and idempotency key, and returns its result as JSON (`undefined` becomes `null`).
+ */
+export async function executeTool(
+  tool: AnyTool,
+  args: JsonValue,
+  call: { runId: string; toolCallId: string; signal: AbortSignal },
+): Promise<JsonValue> {
+  const result: unknown = await tool.execute(tool.input.parse(args), {
+    runId: call.runId,
+    toolCallId: call.toolCallId,
+    idempotencyKey: `${call.runId}:${call.toolCallId}`,
+    signal: call.signal,
+  });
+  return (result ?? null) as JsonValue;
+}

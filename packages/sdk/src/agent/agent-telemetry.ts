@@ -1,5 +1,5 @@
-import type { JsonValue } from '../json.js';
-import type { Model, ModelResponse } from '../model.js';
+import { chatResultAttributes, chatSpan, toolSpan } from '../gen-ai-spans.js';
+import type { Model } from '../model.js';
 import type { EffectTelemetry } from '../runtime/tracing.js';
 
 /**
@@ -18,34 +18,8 @@ export function agentTelemetry(agentName: string, model: Model): EffectTelemetry
     },
     span: (effect) =>
       effect.kind === 'model'
-        ? {
-            name: `chat ${model.name}`,
-            attributes: {
-              'gen_ai.operation.name': 'chat',
-              'gen_ai.request.model': model.name,
-              'gen_ai.provider.name': model.provider,
-              'gen_ai.system': model.provider,
-              'gen_ai.agent.name': agentName,
-            },
-          }
-        : {
-            name: `execute_tool ${String(effect.tool)}`,
-            attributes: {
-              'gen_ai.operation.name': 'execute_tool',
-              'gen_ai.tool.name': String(effect.tool),
-              'gen_ai.tool.call.id': String(effect.toolCallId),
-            },
-          },
-    result: (effect, value: JsonValue) => {
-      if (effect.kind !== 'model') return {};
-      const response = value as unknown as ModelResponse;
-      return {
-        'gen_ai.usage.input_tokens': response.usage.inputTokens,
-        'gen_ai.usage.output_tokens': response.usage.outputTokens,
-        ...(response.finishReason === undefined
-          ? {}
-          : { 'gen_ai.response.finish_reasons': [response.finishReason] }),
-      };
-    },
+        ? chatSpan(model, { 'gen_ai.agent.name': agentName })
+        : toolSpan(String(effect.tool), String(effect.toolCallId)),
+    result: (effect, value) => (effect.kind === 'model' ? chatResultAttributes(value) : {}),
   };
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgentDriftError, CairnError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import {
-  modelResponseSchema,
+  generateChecked,
   type Model,
   type ModelMessage,
   type ModelRequest,
@@ -23,7 +23,7 @@ import type {
   RetryPolicy,
 } from '../runtime/step-function.js';
 import { structuralSignature } from '../signature.js';
-import { jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
+import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
 import { agentInit, agentStep, type AgentShape } from './agent-step.js';
 import { agentTelemetry } from './agent-telemetry.js';
@@ -149,30 +149,18 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
       signal: context.signal,
     };
     if (responseSchema !== undefined) request.responseSchema = responseSchema;
-    const response = await config.model.generate(request);
-    const parsed = modelResponseSchema.safeParse(response);
-    if (!parsed.success) {
-      throw new CairnError(
-        'MODEL_FAILED',
-        `Model "${config.model.name}" returned a malformed response: ${z.prettifyError(parsed.error)}`,
-      );
-    }
-    return parsed.data as unknown as JsonValue;
+    return generateChecked(config.model, request);
   }
 
   async function callTool(effect: Effect, context: EffectContext<AgentState>): Promise<JsonValue> {
     const tool = tools.get(String(effect.tool));
     if (tool === undefined)
       throw new CairnError('TOOL_NOT_FOUND', `No tool named "${String(effect.tool)}".`);
-    const toolCallId = String(effect.toolCallId);
-    const args = tool.input.parse(effect.args);
-    const result: unknown = await tool.execute(args, {
+    return executeTool(tool, effect.args ?? null, {
       runId: context.runId,
-      toolCallId,
-      idempotencyKey: `${context.runId}:${toolCallId}`,
+      toolCallId: String(effect.toolCallId),
       signal: context.signal,
     });
-    return (result ?? null) as JsonValue;
   }
 
   const runner = createRunner(definition, config.durable, config.tracerProvider);

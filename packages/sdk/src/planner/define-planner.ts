@@ -1,8 +1,7 @@
 import type { TracerProvider } from '@opentelemetry/api';
-import { z } from 'zod';
 import { CairnError, PlannerDriftError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
-import { modelResponseSchema, type Model, type ModelRequest, type Usage } from '../model.js';
+import { generateChecked, type Model, type ModelRequest, type Usage } from '../model.js';
 import type { DurableRunResult } from '../runtime/run-durable.js';
 import {
   createRunner,
@@ -17,6 +16,7 @@ import type {
   RetryPolicy,
 } from '../runtime/step-function.js';
 import { structuralSignature } from '../signature.js';
+import { executeTool } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
 import { plannerSystemPrompt } from './planner-prompt.js';
@@ -172,15 +172,7 @@ export function definePlanner(config: PlannerConfig): Planner {
       responseSchema,
       signal: context.signal,
     };
-    const response = await config.model.generate(request);
-    const parsed = modelResponseSchema.safeParse(response);
-    if (!parsed.success) {
-      throw new CairnError(
-        'MODEL_FAILED',
-        `Model "${config.model.name}" returned a malformed response: ${z.prettifyError(parsed.error)}`,
-      );
-    }
-    return parsed.data as unknown as JsonValue;
+    return generateChecked(config.model, request);
   }
 
   async function runNode(effect: Effect, context: EffectContext<PlannerState>): Promise<JsonValue> {
@@ -213,14 +205,11 @@ export function definePlanner(config: PlannerConfig): Planner {
       };
       return value as unknown as JsonValue;
     }
-    const args = executable.input.parse(effect.input);
-    const result: unknown = await executable.execute(args, {
+    return executeTool(executable, effect.input ?? null, {
       runId: context.runId,
       toolCallId: nodeId,
-      idempotencyKey: `${context.runId}:${nodeId}`,
       signal: context.signal,
     });
-    return (result ?? null) as JsonValue;
   }
 
   const runner = createRunner(definition, config.durable, config.tracerProvider);

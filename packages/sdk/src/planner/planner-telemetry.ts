@@ -1,5 +1,5 @@
-import type { JsonValue } from '../json.js';
-import type { Model, ModelResponse } from '../model.js';
+import { chatResultAttributes, chatSpan, toolSpan } from '../gen-ai-spans.js';
+import type { Model } from '../model.js';
 import type { EffectTelemetry } from '../runtime/tracing.js';
 
 /**
@@ -26,18 +26,7 @@ export function plannerTelemetry(
           }
         : undefined,
     span: (effect) => {
-      if (effect.kind === 'plan') {
-        return {
-          name: `chat ${model.name}`,
-          attributes: {
-            'gen_ai.operation.name': 'chat',
-            'gen_ai.request.model': model.name,
-            'gen_ai.provider.name': model.provider,
-            'gen_ai.system': model.provider,
-            'cairn.planner.name': plannerName,
-          },
-        };
-      }
+      if (effect.kind === 'plan') return chatSpan(model, { 'cairn.planner.name': plannerName });
       const capability = String(effect.capability);
       return agentCapabilities.has(capability)
         ? {
@@ -47,22 +36,8 @@ export function plannerTelemetry(
               'gen_ai.agent.name': capability,
             },
           }
-        : {
-            name: `execute_tool ${capability}`,
-            attributes: {
-              'gen_ai.operation.name': 'execute_tool',
-              'gen_ai.tool.name': capability,
-              'gen_ai.tool.call.id': String(effect.node),
-            },
-          };
+        : toolSpan(capability, String(effect.node));
     },
-    result: (effect, value: JsonValue) => {
-      if (effect.kind !== 'plan') return {};
-      const response = value as unknown as ModelResponse;
-      return {
-        'gen_ai.usage.input_tokens': response.usage.inputTokens,
-        'gen_ai.usage.output_tokens': response.usage.outputTokens,
-      };
-    },
+    result: (effect, value) => (effect.kind === 'plan' ? chatResultAttributes(value) : {}),
   };
 }

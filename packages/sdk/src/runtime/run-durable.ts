@@ -8,7 +8,6 @@ import {
 import type { Clock } from '../clock.js';
 import {
   CairnError,
-  deserializeError,
   DriftError,
   LeaseHeldError,
   LeaseLostError,
@@ -16,25 +15,14 @@ import {
   RunSuspendedError,
   serializeError,
 } from '../errors.js';
-import { jsonClone, type JsonValue } from '../json.js';
-import {
-  isTerminalStatus,
-  type DurableStore,
-  type Lease,
-  type RunRecord,
-} from '../store/contract.js';
+import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
-import { EffectPerformer, type ChildLauncher } from './effect-performer.js';
-import { keepLease, type LeaseKeeper } from './lease-keeper.js';
-import { RunWriter, type StoreRetryPolicy } from './run-writer.js';
-import { initialRunSnapshot, parseRuntimeSnapshot } from './runtime-snapshot.js';
-import type {
-  BoundaryHook,
-  DurableDefinition,
-  PerformCommand,
-  StepResult,
-} from './step-function.js';
-import { AttemptTracing, linkToOrigin, recordError, type StoredTraceContext } from './tracing.js';
+import { keepLease } from './lease-keeper.js';
+import { checkDrift, finishedResult, runUnderLease, type Holding } from './run-loop.js';
+import type { StoreRetryPolicy } from './run-writer.js';
+import { initialRunSnapshot } from './runtime-snapshot.js';
+import type { BoundaryHook, DurableDefinition } from './step-function.js';
+import { linkToOrigin, recordError, type StoredTraceContext } from './tracing.js';
 
 /** Everything one attempt at a run needs. */
 export interface DurableRunOptions<Input> {
@@ -81,9 +69,6 @@ export interface DurableRunResult<State, Output> {
   /** True when the run had checkpoints from an earlier attempt. */
   resumed: boolean;
 }
-
-/** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
-type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
 
 /** Claims the run for one attempt, once it is known to exist and not to have ended. */
 type Claim = (
@@ -217,7 +202,14 @@ async function traceAttempt<State, Input, Output>(
     const { attempt, holding, stop } = await claim(span, record);
     span.setAttribute('cairn.run.epoch', attempt.epoch);
     try {
-      const result = await runUnderLease(definition, options, attempt, holding, span);
+      const result = await runUnderLease(
+        definition,
+        options,
+        attempt,
+        holding,
+        span,
+        runChildDurable,
+      );
       span.setAttribute('cairn.run.outcome', 'completed');
       return result;
     } catch (error) {
@@ -310,201 +302,4 @@ async function createRun<State, Input, Output>(
     snapshot,
   });
   return run;
-}
-
-function checkDrift<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-  force: boolean,
-): void {
-  if (!force && record.signature !== definition.signature) {
-    throw definition.driftError(record.runId, record.signature, definition.signature);
-  }
-}
-
-/** The stored end of a finished run, which resuming returns (or throws) without performing anything. */
-function finishedResult<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-): DurableRunResult<State, Output> | undefined {
-  if (record.status === 'completed') {
-    const snapshot = parseRuntimeSnapshot(record.runId, record.snapshot, (s) =>
-      definition.parseState(s),
-    );
-    return {
-      runId: record.runId,
-      output: definition.parseOutput(record.output ?? null),
-      state: snapshot.state,
-      epoch: null,
-      resumed: true,
-    };
-  }
-  if (isTerminalStatus(record.status)) {
-    throw deserializeError(
-      record.error ?? {
-        name: 'CairnError',
-        code:
-          record.status === 'cancelled'
-            ? 'RUN_CANCELLED'
-            : record.status === 'dead_lettered'
-              ? 'RUN_DEAD_LETTERED'
-              : 'RUN_FAILED',
-        message: `Run "${record.runId}" ended ${record.status}.`,
-        retryable: false,
-      },
-    );
-  }
-  return undefined;
-}
-
-async function runUnderLease<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  options: DurableRunOptions<Input>,
-  attempt: Attempt,
-  holding: Holding,
-  runSpan: Span,
-): Promise<DurableRunResult<State, Output>> {
-  const { store, runId, clock } = options;
-  const currentLease = () => (holding.type === 'own' ? holding.keeper.lease : holding.lease);
-  const release = async () => {
-    // A child's lease is its parent's: the parent releases.
-    if (holding.type === 'own') await store.release(currentLease()).catch(() => undefined);
-  };
-  const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>
-    runChildDurable(
-      childDefinition,
-      {
-        ...options,
-        runId: childRunId,
-        mode: 'execute',
-        input,
-        deleteOnComplete: false,
-        parentContext,
-      },
-      attempt,
-      currentLease,
-    );
-  const runContext = trace.setSpan(options.parentContext ?? otelContext.active(), runSpan);
-  const tracing = new AttemptTracing(options.tracer, definition.telemetry, runSpan, runContext);
-  let writer: RunWriter | undefined;
-
-  try {
-    // Reload under the lease: a previous holder may have written since the first look.
-    const loaded = await store.load(runId);
-    if (loaded === undefined) throw new RunNotFoundError(runId);
-    const finished = finishedResult(definition, loaded.run);
-    if (finished !== undefined) {
-      await release();
-      return finished;
-    }
-    checkDrift(definition, loaded.run, options.force);
-    const snapshot = parseRuntimeSnapshot(runId, loaded.run.snapshot, (s) =>
-      definition.parseState(s),
-    );
-    const resumed = snapshot.pending !== null;
-    writer = new RunWriter(
-      store,
-      attempt,
-      clock,
-      options.storeRetry,
-      loaded.journal,
-      snapshot.journalSeq,
-    );
-    if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
-
-    const performer = new EffectPerformer(definition, attempt, writer, clock, tracing, launchChild);
-    let result: StepResult<State> =
-      snapshot.pending === null
-        ? definition.step(snapshot.state, { type: 'start', now: clock.now() })
-        : await performer.settleAndStep(snapshot.state, snapshot.pending);
-
-    for (;;) {
-      const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
-      const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
-      const lastSeq = writer.lastSeq;
-      const state = result.state;
-      const runtimeSnapshot = (pending: PerformCommand[]): JsonValue =>
-        jsonClone({
-          format: 1,
-          state,
-          pending,
-          journalSeq: lastSeq,
-          ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
-        }) as unknown as JsonValue;
-
-      if (end?.type === 'complete') {
-        const output = jsonClone(end.output);
-        await writer.checkpoint({
-          status: 'completed',
-          signature: definition.signature,
-          snapshot: runtimeSnapshot([]),
-          output,
-        });
-        tracing.closeAll();
-        await release();
-        if (options.deleteOnComplete) await store.delete(runId);
-        return {
-          runId,
-          output: definition.parseOutput(output),
-          state,
-          epoch: attempt.epoch,
-          resumed,
-        };
-      }
-      if (end?.type === 'fail') {
-        await writer.checkpoint({
-          status: 'failed',
-          signature: definition.signature,
-          snapshot: runtimeSnapshot([]),
-          error: end.error,
-        });
-        tracing.closeAll(end.error);
-        await release();
-        throw deserializeError(end.error);
-      }
-      if (performs.length === 0) {
-        throw new CairnError(
-          'INVALID_ARGUMENT',
-          `The ${definition.kind} "${definition.name}" step returned neither an effect nor an end.`,
-        );
-      }
-      if (result.commands.some((c) => c.type === 'checkpoint')) {
-        await writer.checkpoint({
-          status: 'running',
-          signature: definition.signature,
-          snapshot: runtimeSnapshot(performs),
-        });
-        tracing.closeSettledUnits(performs);
-      }
-      result = await performer.settleAndStep(state, performs);
-    }
-  } catch (error) {
-    tracing.closeAll(error);
-    await stopAfterError(error, attempt, writer, store);
-    const mayRelease =
-      attempt.stopped?.type !== 'crashed' && attempt.stopped?.type !== 'lease-lost';
-    if (mayRelease) await release();
-    throw error;
-  }
-}
-
-/** What a stopping attempt may still write, depending on why it stops. */
-async function stopAfterError(
-  error: unknown,
-  attempt: Attempt,
-  writer: RunWriter | undefined,
-  store: DurableStore,
-): Promise<void> {
-  const stopped = attempt.stopped;
-  // A crashed process writes nothing more, and a holder that lost its lease may not.
-  if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost' || writer === undefined) return;
-  const update =
-    stopped?.type === 'cancelled'
-      ? { status: 'cancelled' as const, error: serializeError(error) }
-      : error instanceof RunSuspendedError
-        ? { status: 'suspended' as const, error: serializeError(error) }
-        : undefined;
-  if (update === undefined) return;
-  // The store may still be down; a run left `running` is recovered when its lease runs out.
-  await store.updateStatus(attempt.runId, attempt.epoch, update).catch(() => undefined);
 }
