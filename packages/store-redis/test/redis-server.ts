@@ -1,0 +1,104 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A `redis-server` child process of this test file, with AOF in a temporary directory. */
+export interface OwnRedis {
+  url: string;
+  port: number;
+  /** Stops the server (SIGTERM, or SIGKILL for a crash) and starts it again on the same port and data. */
+  restart(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Why no `redis-server` can be started here, or undefined when the binary is on the PATH. */
+export function noRedisServer(): string | undefined {
+  const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  return found.error === undefined && found.status === 0
+    ? undefined
+    : 'the redis-server binary is not on the PATH';
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        resolve(typeof address === 'object' && address !== null ? address.port : 0),
+      );
+    });
+  });
+}
+
+async function waitForPing(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const client = new Redis(url, { lazyConnect: true, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch {
+      // not up yet
+    } finally {
+      client.disconnect();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`redis-server at ${url} did not come up`);
+}
+
+/** Starts `redis-server` with `--appendonly yes` and the given fsync policy. */
+export async function startOwnRedis(
+  options: { appendfsync?: 'always' | 'everysec'; extra?: string[] } = {},
+): Promise<OwnRedis> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-redis-'));
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess;
+  const start = async () => {
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        options.appendfsync ?? 'always',
+        '--dir',
+        dir,
+        ...(options.extra ?? []),
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitForPing(url);
+  };
+  const halt = (signal: 'SIGTERM' | 'SIGKILL') =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  await start();
+  return {
+    url,
+    port,
+    async restart(signal = 'SIGTERM') {
+      await halt(signal);
+      await start();
+    },
+    async stop() {
+      await halt('SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
