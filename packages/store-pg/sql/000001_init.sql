@@ -17,7 +17,9 @@ CREATE TABLE {{schema}}.runs (
   -- Claims that took the run from a holder that never released it; past a worker's limit it is dead-lettered.
   recoveries integer NOT NULL DEFAULT 0,
   cancel_requested boolean NOT NULL DEFAULT false,
+  -- The snapshot without its long growing arrays, which live in snapshot_items; the version rises at every save.
   snapshot jsonb,
+  snapshot_version bigint NOT NULL DEFAULT 0,
   output jsonb,
   error jsonb,
   -- The highest journal seq ever appended, kept across checkpoints, so a retried append never repeats one.
@@ -35,6 +37,16 @@ CREATE TABLE {{schema}}.journal (
   seq bigint NOT NULL,
   entry jsonb NOT NULL,
   PRIMARY KEY (run_id, seq)
+);
+
+-- One row per element of each long array of a run's snapshot (path: a JSON array of keys), so a checkpoint
+-- writes only the elements that are new.
+CREATE TABLE {{schema}}.snapshot_items (
+  run_id text NOT NULL REFERENCES {{schema}}.runs (run_id) ON DELETE CASCADE,
+  path text NOT NULL,
+  idx integer NOT NULL,
+  item jsonb NOT NULL,
+  PRIMARY KEY (run_id, path, idx)
 );
 
 -- Workers LISTEN on {{channel}}: a run was created or released and may be claimable now.

@@ -8,6 +8,7 @@ export interface Names {
   quotedSchema: string;
   runs: string;
   journal: string;
+  snapshotItems: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
   channel: string;
@@ -28,6 +29,7 @@ export function schemaNames(schema: string): Names {
     quotedSchema,
     runs: `${quotedSchema}."runs"`,
     journal: `${quotedSchema}."journal"`,
+    snapshotItems: `${quotedSchema}."snapshot_items"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,
   };

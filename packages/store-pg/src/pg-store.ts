@@ -1,7 +1,9 @@
 import {
+  isTerminalStatus,
   LeaseLostError,
   RunNotFoundError,
   terminalStatuses,
+  type Checkpoint,
   type DurableStore,
   type RunStatus,
 } from '@cairn/sdk';
@@ -22,6 +24,7 @@ import { loadRun } from './sql/load-run.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { requestCancel } from './sql/request-cancel.js';
 import { saveCheckpoint } from './sql/save-checkpoint.js';
+import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { updateStatus } from './sql/update-status.js';
 
 /** Options of `pgStore`. */
@@ -106,6 +109,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
     terminateWaitMs: options.terminateWaitMs ?? 5_000,
   });
   let ready: Promise<void> | undefined;
+  const storedItems = new StoredItems();
 
   /** Checks the schema version once; a failed check is tried again on the next call. */
   const ensureReady = (): Promise<void> => {
@@ -128,6 +132,27 @@ export function pgStore(options: PgStoreOptions): PgStore {
     }
   }
 
+  /**
+   * A checkpoint that sends only the long arrays' new elements when this instance knows what is stored, and
+   * everything when it does not (or someone else wrote since: the version tells).
+   */
+  async function save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<boolean> {
+    const split = splitSnapshot(checkpoint.snapshot);
+    let items = storedItems.plan(runId, split);
+    let outcome = await saveCheckpoint(sql, names, runId, epoch, checkpoint, split.inline, items);
+    if (outcome.type === 'stale') {
+      items = storedItems.plan(runId, split, true);
+      outcome = await saveCheckpoint(sql, names, runId, epoch, checkpoint, split.inline, items);
+    }
+    if (outcome.type !== 'saved') {
+      storedItems.forget(runId);
+      return false;
+    }
+    if (isTerminalStatus(checkpoint.status)) storedItems.forget(runId);
+    else storedItems.remember(runId, outcome.version, items.canonical);
+    return true;
+  }
+
   /** One fenced write: refused at once when this store's lock connection for it was lost, else by epoch. */
   async function fenced(
     runId: string,
@@ -146,11 +171,15 @@ export function pgStore(options: PgStoreOptions): PgStore {
     migrate: () => migrate(sql, names).finally(() => (ready = undefined)),
     migrationSql: () => renderMigrationSql(names),
     create: (init) => run('create a run', () => createRun(sql, names, init)),
-    load: (runId) => run('load a run', () => loadRun(sql, names, runId)),
+    load: (runId) =>
+      run('load a run', async () => {
+        const found = await loadRun(sql, names, runId);
+        if (found === undefined) return undefined;
+        storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
+        return found.loaded;
+      }),
     save: (runId, epoch, checkpoint) =>
-      fenced(runId, epoch, 'save a checkpoint', () =>
-        saveCheckpoint(sql, names, runId, epoch, checkpoint),
-      ),
+      fenced(runId, epoch, 'save a checkpoint', () => save(runId, epoch, checkpoint)),
     append: (runId, epoch, entries) =>
       fenced(runId, epoch, 'append to the journal', () =>
         appendJournal(sql, names, runId, epoch, entries),
@@ -158,7 +187,10 @@ export function pgStore(options: PgStoreOptions): PgStore {
     updateStatus: (runId, epoch, update) =>
       fenced(runId, epoch, 'update a status', () => updateStatus(sql, names, runId, epoch, update)),
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
-    delete: (runId) => run('delete a run', () => deleteRun(sql, names, runId)),
+    delete: (runId) => {
+      storedItems.forget(runId);
+      return run('delete a run', () => deleteRun(sql, names, runId));
+    },
     requestCancel: (runId) => run('request a cancellation', () => requestCancel(sql, names, runId)),
     claimable: (claimableOptions) =>
       run('find claimable runs', () => claimableRuns(sql, names, claimableOptions)),

@@ -12,10 +12,10 @@ export async function createRun(
   for (;;) {
     const inserted = await query(
       db,
-      `INSERT INTO ${names.runs} (run_id, kind, name, signature, status, snapshot)
+      `INSERT INTO ${names.runs} AS r (run_id, kind, name, signature, status, snapshot)
        VALUES ($1::text, $2::text, $3::text, $4::text, $6::text, $5::text::jsonb)
        ON CONFLICT (run_id) DO NOTHING
-       RETURNING ${runColumns}`,
+       RETURNING ${runColumns(names, 'r')}`,
       [
         run.runId,
         run.kind,
@@ -28,7 +28,7 @@ export async function createRun(
     if (inserted[0] !== undefined) return { created: true, run: decodeRun(inserted[0]) };
     const existing = await query(
       db,
-      `SELECT ${runColumns} FROM ${names.runs} WHERE run_id = $1::text`,
+      `SELECT ${runColumns(names, 'r')} FROM ${names.runs} r WHERE r.run_id = $1::text`,
       [run.runId],
     );
     // Deleted between the two statements: insert again.

@@ -13,7 +13,7 @@ export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise
         : filter.status;
   const rows = await query(
     db,
-    `SELECT ${runColumns} FROM ${names.runs}
+    `SELECT ${runColumns(names, 'r')} FROM ${names.runs} r
       WHERE ($1::text IS NULL OR status IN (SELECT jsonb_array_elements_text($1::text::jsonb)))
         AND ($2::text IS NULL OR kind = $2::text)
         AND ($3::text IS NULL OR name = $3::text)

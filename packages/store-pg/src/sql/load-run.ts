@@ -1,13 +1,20 @@
 import type { JournalEntry, StoredRun } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
-import { decodeRun, runColumnCount, runColumns } from '../row.js';
+import { decodeRun, runColumnCount, runColumns, storedItemsOf } from '../row.js';
 
-/** The run and its journal in seq order, read in one statement so both come from one snapshot. */
-export async function loadRun(db: Db, names: Names, runId: string): Promise<StoredRun | undefined> {
+/**
+ * The run and its journal in seq order, read in one statement so both come from one snapshot, with the
+ * snapshot version and long arrays as stored (for the store's record of them).
+ */
+export async function loadRun(
+  db: Db,
+  names: Names,
+  runId: string,
+): Promise<{ loaded: StoredRun; stored: ReturnType<typeof storedItemsOf> } | undefined> {
   const rows = await query(
     db,
-    `SELECT ${runColumns},
+    `SELECT ${runColumns(names, 'r')},
        (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
           FROM ${names.journal} j WHERE j.run_id = r.run_id)
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
@@ -16,7 +23,10 @@ export async function loadRun(db: Db, names: Names, runId: string): Promise<Stor
   const row = rows[0];
   if (row === undefined) return undefined;
   return {
-    run: decodeRun(row),
-    journal: JSON.parse(row[runColumnCount] as string) as JournalEntry[],
+    loaded: {
+      run: decodeRun(row),
+      journal: JSON.parse(row[runColumnCount] as string) as JournalEntry[],
+    },
+    stored: storedItemsOf(row),
   };
 }

@@ -1,0 +1,135 @@
+import { useTestDatabase } from '@cairn/testing';
+import { pgStore, type PgStore } from '@cairn/store-pg';
+import type { Sql } from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, createPgHarness, type PgHarness } from './support.js';
+
+const database = useTestDatabase({ prefix: 'cairn_snapshot_deltas' });
+let sql: Sql;
+let harness: PgHarness;
+beforeAll(async () => {
+  sql = connect(database());
+  harness = await createPgHarness(sql);
+});
+afterAll(async () => {
+  await harness?.close();
+  await sql?.end({ timeout: 5 });
+});
+
+/** A `sql` that counts the bytes of the parameters every statement sends. */
+function metered(inner: Sql): { sql: Sql; sent: () => number } {
+  let bytes = 0;
+  const proxy = new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'unsafe') {
+        return (text: string, params: unknown[] = []) => {
+          for (const param of params) bytes += typeof param === 'string' ? param.length : 8;
+          return target.unsafe(text, params as never[]);
+        };
+      }
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+  return { sql: proxy, sent: () => bytes };
+}
+
+const message = (n: number) => ({
+  role: n % 2 === 0 ? 'user' : 'assistant',
+  content: `message ${n} `.repeat(20),
+});
+const snapshotAt = (length: number) => ({
+  format: 1,
+  state: { messages: Array.from({ length }, (_, n) => message(n)), trips: length },
+  pending: [],
+  journalSeq: length,
+});
+
+describe('checkpoints of a growing conversation', () => {
+  it('send only what is new, and load back exactly what was saved', async () => {
+    const { sql: meteredSql, sent } = metered(sql);
+    const store: PgStore = pgStore({ sql: meteredSql, schema: harness.schema });
+    const { run } = await store.create({
+      runId: 'grows',
+      kind: 'agent',
+      name: 'a',
+      signature: 's',
+      snapshot: snapshotAt(1),
+    });
+    const lease = (await store.acquire(run.runId, { owner: 'w', ttlMs: 60_000 }))!;
+    const perSave: number[] = [];
+    for (let length = 2; length <= 60; length += 2) {
+      const before = sent();
+      await store.save('grows', lease.epoch, {
+        status: 'running',
+        signature: 's',
+        snapshot: snapshotAt(length),
+      });
+      perSave.push(sent() - before);
+      if (length % 20 === 0)
+        expect((await store.load('grows'))?.run.snapshot).toEqual(snapshotAt(length));
+    }
+    const fullSnapshot = JSON.stringify(snapshotAt(60)).length;
+    // The last checkpoint sends two messages' worth, not the 60-message conversation.
+    expect(perSave.at(-1)!).toBeLessThan(fullSnapshot / 10);
+    expect(Math.max(...perSave.slice(2))).toBeLessThan(perSave[2]! * 2);
+    await store.release(lease);
+    await store.close();
+  });
+
+  it('writes in full when another store wrote since, and stays exact', async () => {
+    const first = harness.store();
+    const second = harness.store();
+    await first.create({
+      runId: 'shared',
+      kind: 'agent',
+      name: 'a',
+      signature: 's',
+      snapshot: snapshotAt(1),
+    });
+    const a = (await first.acquire('shared', { owner: 'a', ttlMs: 60_000 }))!;
+    await first.save('shared', a.epoch, {
+      status: 'running',
+      signature: 's',
+      snapshot: snapshotAt(10),
+    });
+    await first.release(a);
+
+    // Another worker continues the run and rewrites an element in place.
+    const b = (await second.acquire('shared', { owner: 'b', ttlMs: 60_000 }))!;
+    const rewritten = snapshotAt(12);
+    rewritten.state.messages[3] = { role: 'assistant', content: 'edited' };
+    await second.save('shared', b.epoch, {
+      status: 'running',
+      signature: 's',
+      snapshot: rewritten,
+    });
+    await second.release(b);
+
+    // The first store's record of what is stored is stale: its next save must not build on it.
+    const c = (await first.acquire('shared', { owner: 'a', ttlMs: 60_000 }))!;
+    const shorter = snapshotAt(6);
+    await first.save('shared', c.epoch, { status: 'running', signature: 's', snapshot: shorter });
+    expect((await second.load('shared'))?.run.snapshot).toEqual(shorter);
+    const rows = await sql.unsafe(
+      `select count(*)::int as n from "${harness.schema}".snapshot_items where run_id = 'shared'`,
+    );
+    expect(rows[0]?.n).toBe(6);
+
+    // A snapshot whose array shrinks below the split size keeps no rows.
+    await first.save('shared', c.epoch, {
+      status: 'completed',
+      signature: 's',
+      snapshot: snapshotAt(2),
+      output: 'done',
+    });
+    expect((await first.load('shared'))?.run).toMatchObject({
+      snapshot: snapshotAt(2),
+      output: 'done',
+      status: 'completed',
+    });
+    const left = await sql.unsafe(
+      `select count(*)::int as n from "${harness.schema}".snapshot_items where run_id = 'shared'`,
+    );
+    expect(left[0]?.n).toBe(0);
+  });
+});
