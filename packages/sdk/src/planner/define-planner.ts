@@ -153,6 +153,8 @@ export function definePlanner(config: PlannerConfig): Planner {
     parseState: (state) => plannerStateSchema.parse(state),
     parseOutput: (output) => output,
     driftError: (runId, stored, current) => new PlannerDriftError(runId, stored, current),
+    // Each node is handed to the step as it settles, so the next ready one starts at once.
+    stepping: 'each',
     telemetry: plannerTelemetry(
       config.name,
       config.model,

@@ -62,6 +62,8 @@ export interface PlannerState {
   usage: Usage;
   /** Replans made so far; persisted so the budget survives a resume. */
   replanCount: number;
+  /** Nodes dispatched and not settled yet, at most `maxParallel`. */
+  running: string[];
 }
 
 const count = z.number().int().nonnegative();
@@ -121,4 +123,5 @@ export const plannerStateSchema = z.object({
   ),
   usage,
   replanCount: count,
+  running: z.array(z.string()),
 }) as unknown as z.ZodType<PlannerState>;

@@ -50,6 +50,7 @@ export function plannerInit(goal: string): PlannerState {
     ledger: [],
     usage: zeroUsage,
     replanCount: 0,
+    running: [],
   };
 }
 
@@ -65,7 +66,9 @@ export function nodeEffectId(nodeId: string): string {
 
 /**
  * The planner as a pure step function: ask the planning model for a plan until one is valid, freeze it,
- * then run its ready nodes wave by wave (a wave's nodes settle together), replanning after a failure.
+ * then run its nodes as their dependencies settle, up to `maxParallel` at once, with a checkpoint after
+ * every settled node (the runtime hands it each node as it settles). After a failure it starts nothing
+ * new, lets the running nodes settle, then replans the unfinished part.
  */
 export function plannerStep(
   shape: PlannerShape,
@@ -163,19 +166,34 @@ function completedOutputs(state: PlannerState): Map<string, JsonValue> {
   return outputs;
 }
 
-/** Commands every ready node (up to `maxParallel`), or completes the run when none is left. */
+/**
+ * Starts every ready node while fewer than `maxParallel` run, completes the run when every node settled,
+ * or, after a failure of the current plan, waits for the running nodes and then replans.
+ */
 function dispatch(shape: PlannerShape, state: PlannerState): PlannerStep {
   const plan = state.plan;
   if (plan === null) return askPlanner(shape, state);
+  const settle: Command[] = [{ type: 'checkpoint' }];
+  const failures = state.ledger.filter(
+    (entry) => entry.revision === plan.revision && entry.status !== 'completed',
+  );
+  if (failures.length > 0) {
+    return state.running.length > 0
+      ? { state, commands: settle }
+      : afterFailures(shape, state, failures);
+  }
   const ran = new Set(state.ledger.map((entry) => entry.id));
+  const running = new Set(state.running);
   const remaining = plan.nodes.filter((node) => !ran.has(node.id));
   const outputs = completedOutputs(state);
   if (remaining.length === 0) return complete(state, outputs);
 
   const ready = remaining
+    .filter((node) => !running.has(node.id))
     .filter((node) => node.dependsOn.every((dependency) => outputs.has(dependency)))
-    .slice(0, shape.maxParallel);
+    .slice(0, Math.max(0, shape.maxParallel - running.size));
   if (ready.length === 0) {
+    if (running.size > 0) return { state, commands: settle };
     return fail(
       state,
       new CairnError('PLAN_INVALID', `No node of plan revision ${plan.revision} can run.`, {
@@ -183,18 +201,21 @@ function dispatch(shape: PlannerShape, state: PlannerState): PlannerStep {
       }),
     );
   }
-  const commands: Command[] = [{ type: 'checkpoint' }];
+  const commands: Command[] = [...settle];
   const rejected: LedgerEntry[] = [];
+  const started: string[] = [];
   for (const node of ready) {
     const prepared = prepare(shape, node, outputs);
-    if (prepared.type === 'perform') commands.push(prepared);
-    else rejected.push({ ...entryOf(node, plan.revision), status: 'failed', ...prepared.entry });
+    if (prepared.type === 'perform') {
+      commands.push(prepared);
+      started.push(node.id);
+    } else rejected.push({ ...entryOf(node, plan.revision), status: 'failed', ...prepared.entry });
   }
   if (rejected.length > 0) {
-    // A node whose input cannot be built never runs; its wave is not started either.
-    return afterFailures(shape, { ...state, ledger: [...state.ledger, ...rejected] }, rejected);
+    // A node whose input cannot be built never runs, and nothing new starts after it.
+    return dispatch(shape, { ...state, ledger: [...state.ledger, ...rejected] });
   }
-  return { state, commands };
+  return { state: { ...state, running: [...state.running, ...started] }, commands };
 }
 
 type Prepared =
@@ -289,9 +310,13 @@ function afterNodes(
       settled.push({ ...entry, status: 'completed', output: outcome.value });
     }
   }
-  const next: PlannerState = { ...state, usage, ledger: [...state.ledger, ...settled] };
-  const failures = settled.filter((entry) => entry.status !== 'completed');
-  return failures.length > 0 ? afterFailures(shape, next, failures) : dispatch(shape, next);
+  const settledIds = new Set(settled.map((entry) => entry.id));
+  return dispatch(shape, {
+    ...state,
+    usage,
+    ledger: [...state.ledger, ...settled],
+    running: state.running.filter((id) => !settledIds.has(id)),
+  });
 }
 
 /** Replans the unfinished part while the budget lasts; then fails the run naming the first failed node. */

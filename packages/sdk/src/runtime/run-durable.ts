@@ -151,6 +151,21 @@ function runChildDurable<State, Input, Output>(
   parentLease: () => Lease,
 ): Promise<DurableRunResult<State, Output>> {
   parent.assertActive();
+  // The child's own writes are guarded by its attempt; creating and adopting it are guarded here, so a
+  // parent that crashed or lost its lease while the child was starting writes nothing more.
+  const inner = options.store;
+  const store: DurableStore = {
+    ...inner,
+    create: (run) => {
+      parent.assertActive();
+      return inner.create(run);
+    },
+    adopt: (childRunId, lease) => {
+      parent.assertActive();
+      return inner.adopt(childRunId, lease);
+    },
+  };
+  options = { ...options, store };
   return traceAttempt(definition, options, async () => {
     const lease = await options.store.adopt(options.runId, parentLease());
     if (lease === undefined) {

@@ -14,7 +14,7 @@ import {
   type RunRecord,
 } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
-import { EffectPerformer, type ChildLauncher } from './effect-performer.js';
+import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { DurableRunOptions, DurableRunResult } from './run-durable.js';
 import { RunWriter } from './run-writer.js';
@@ -129,31 +129,40 @@ export async function runUnderLease<State, Input, Output>(
       attempt,
       clock,
       options.storeRetry,
-      loaded.journal,
+      [...(snapshot.carried ?? []), ...loaded.journal],
       snapshot.journalSeq,
     );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
 
-    const performer = new EffectPerformer(definition, attempt, writer, clock, tracing, launchChild);
-    let result: StepResult<State> =
-      snapshot.pending === null
-        ? definition.step(snapshot.state, { type: 'start', now: clock.now() })
-        : await performer.settleAndStep(snapshot.state, snapshot.pending);
+    const pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
+    let result: StepResult<State>;
+    if (snapshot.pending === null) {
+      result = definition.step(snapshot.state, { type: 'start', now: clock.now() });
+    } else {
+      await pool.start(snapshot.pending, snapshot.state);
+      result = definition.step(snapshot.state, await pool.next());
+    }
 
     for (;;) {
       const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
-      const lastSeq = writer.lastSeq;
       const state = result.state;
-      const runtimeSnapshot = (pending: PerformCommand[]): JsonValue =>
-        jsonClone({
+      const runtimeSnapshot = (pending: PerformCommand[]): JsonValue => {
+        const carried = writer!.entriesOf(pending.map((command) => command.id));
+        return jsonClone({
           format: 1,
           state,
           pending,
-          journalSeq: lastSeq,
+          journalSeq: writer!.lastSeq,
+          ...(carried.length === 0 ? {} : { carried }),
           ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
         }) as unknown as JsonValue;
+      };
 
+      if (end !== undefined) {
+        // A run that ends while effects still run (a planner failing mid-wave) lets them finish first.
+        await pool.drain();
+      }
       if (end?.type === 'complete') {
         const output = jsonClone(end.output);
         await writer.checkpoint({
@@ -184,21 +193,26 @@ export async function runUnderLease<State, Input, Output>(
         await release();
         throw deserializeError(end.error);
       }
-      if (performs.length === 0) {
+      const pending = [...pool.pending(), ...performs];
+      if (pending.length === 0) {
         throw new CairnError(
           'INVALID_ARGUMENT',
           `The ${definition.kind} "${definition.name}" step returned neither an effect nor an end.`,
         );
       }
       if (result.commands.some((c) => c.type === 'checkpoint')) {
-        await writer.checkpoint({
-          status: 'running',
-          signature: definition.signature,
-          snapshot: runtimeSnapshot(performs),
-        });
-        tracing.closeSettledUnits(performs);
+        await writer.checkpoint(
+          {
+            status: 'running',
+            signature: definition.signature,
+            snapshot: runtimeSnapshot(pending),
+          },
+          pending.map((command) => command.id),
+        );
+        tracing.closeSettledUnits(pending);
       }
-      result = await performer.settleAndStep(state, performs);
+      await pool.start(performs, state);
+      result = definition.step(state, await pool.next());
     }
   } catch (error) {
     tracing.closeAll(error);

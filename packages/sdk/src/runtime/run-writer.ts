@@ -107,8 +107,22 @@ export class RunWriter {
     });
   }
 
-  /** Writes a checkpoint; it supersedes the journal, buffered marks included. */
-  checkpoint(checkpoint: Checkpoint): Promise<void> {
+  /** The journal entries of these effects, in seq order: a checkpoint carries those of effects still pending. */
+  entriesOf(effectIds: readonly string[]): JournalEntry[] {
+    const entries: JournalEntry[] = [];
+    for (const id of effectIds) {
+      const marks = this.marks.get(id);
+      if (marks?.started !== undefined) entries.push(marks.started);
+      if (marks?.settled !== undefined) entries.push(marks.settled);
+    }
+    return entries.sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Writes a checkpoint; it supersedes the journal, buffered marks included. The marks of `keep` (effects
+   * still pending, whose entries the checkpoint carries) stay known.
+   */
+  checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<void> {
     return this.serialized(async () => {
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
@@ -116,7 +130,8 @@ export class RunWriter {
         this.store.save(this.attempt.runId, this.attempt.epoch, checkpoint),
       );
       this.buffer = [];
-      this.marks.clear();
+      const kept = new Set(keep);
+      for (const id of this.marks.keys()) if (!kept.has(id)) this.marks.delete(id);
       await this.attempt.pass({ point: 'checkpoint.after', ...boundary });
     });
   }

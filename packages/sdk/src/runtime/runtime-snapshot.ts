@@ -1,5 +1,6 @@
 import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
+import type { JournalEntry } from '../store/contract.js';
 import type { PerformCommand } from './step-function.js';
 import type { StoredTraceContext } from './tracing.js';
 
@@ -11,6 +12,11 @@ export interface RuntimeSnapshot<State = JsonValue> {
   pending: PerformCommand[] | null;
   /** The last journal seq handed out when the checkpoint was taken. */
   journalSeq: number;
+  /**
+   * Journal entries of pending effects that were started or settled before the checkpoint and not yet
+   * consumed: the checkpoint supersedes the journal, so it carries them.
+   */
+  carried?: JournalEntry[];
   /** The first attempt's run span, so a resumed attempt's span can link to the original trace. */
   trace?: StoredTraceContext;
 }
@@ -68,6 +74,10 @@ export function parseRuntimeSnapshot<State>(
     pending: pending as unknown as PerformCommand[] | null,
     journalSeq,
   };
+  if (stored.carried !== undefined) {
+    if (!Array.isArray(stored.carried)) throw invalid(runId, 'carried is not a list');
+    snapshot.carried = stored.carried as unknown as JournalEntry[];
+  }
   const trace = stored.trace;
   if (
     trace !== null &&

@@ -46,7 +46,11 @@ export interface SettledEffect {
   outcome: EffectOutcome;
 }
 
-/** What the step function reacts to. `now` is the clock's reading, journaled so replays see the same. */
+/**
+ * What the step function reacts to. `now` is the clock's reading, journaled so replays see the same. With
+ * `stepping: 'each'`, a `settled` event holds one effect, and a step may return no command at all while
+ * other effects are still running.
+ */
 export type StepEvent =
   | { type: 'start'; now: number }
   | { type: 'settled'; now: number; effects: readonly SettledEffect[] };
@@ -107,6 +111,12 @@ export interface DurableDefinition<State, Input, Output> {
   driftError(runId: string, stored: string, current: string): CairnError;
   /** How the spans of its effects are named and grouped into trips or nodes. */
   readonly telemetry?: EffectTelemetry;
+  /**
+   * `batch`: the step sees a step's effects once all of them settled. `each`: it sees each effect as soon as
+   * it settles, while the others still run, and may command more (a planner starting the next ready node).
+   * @defaultValue 'batch'
+   */
+  readonly stepping?: 'batch' | 'each';
 }
 
 /** The points between which a crash can fall. */

@@ -10,8 +10,7 @@ import type {
   DurableDefinition,
   EffectContext,
   PerformCommand,
-  SettledEffect,
-  StepResult,
+  StepEvent,
 } from './step-function.js';
 import { recordError, type AttemptTracing } from './tracing.js';
 
@@ -23,11 +22,29 @@ export type ChildLauncher = (
   parent: Context,
 ) => Promise<ChildRunResult<unknown, unknown>>;
 
+/** An effect whose outcome is known and not yet handed to the step function. */
+interface Ready {
+  command: PerformCommand;
+  outcome: EffectOutcome;
+  at: number;
+  /** The journal seq of its settlement: outcomes reused after a crash are handed over in their order. */
+  seq: number;
+}
+
 /**
- * Settles a batch of commanded effects against the journal: reuse what settled, answer `unknown` for a
- * non-idempotent effect found in flight, perform the rest; then hands the outcomes to the step function.
+ * The effects a run has commanded and its step function has not consumed yet. Each is settled against the
+ * journal first (reused when it settled; answered `unknown` when a non-idempotent one was found in flight),
+ * else performed: non-idempotent ones are durably marked started before they run. `next` hands outcomes to
+ * the step function all at once (`batch`, agents: a trip's tool calls answer together) or one by one as they
+ * settle (`each`, planners: a node that settles lets the next start while its siblings still run).
  */
-export class EffectPerformer<State, Input, Output> {
+export class EffectPool<State, Input, Output> {
+  private readonly queued: PerformCommand[] = [];
+  private readonly ready: Ready[] = [];
+  private readonly running = new Set<string>();
+  private failure: { error: unknown } | undefined;
+  private wake: (() => void) | undefined;
+
   constructor(
     private readonly definition: DurableDefinition<State, Input, Output>,
     private readonly attempt: Attempt,
@@ -37,56 +54,83 @@ export class EffectPerformer<State, Input, Output> {
     private readonly launchChild: ChildLauncher,
   ) {}
 
-  async settleAndStep(
-    state: State,
-    commands: readonly PerformCommand[],
-  ): Promise<StepResult<State>> {
-    const settled: SettledEffect[] = [];
-    let now = 0;
-    const toPerform: number[] = [];
-    commands.forEach((command, index) => {
+  /** Commands whose outcomes the step function has not consumed: what a checkpoint keeps pending. */
+  pending(): PerformCommand[] {
+    return [...this.queued];
+  }
+
+  /** Settles the commands against the journal and starts the rest; `state` is the state that commanded them. */
+  async start(commands: readonly PerformCommand[], state: State): Promise<void> {
+    const toPerform: PerformCommand[] = [];
+    for (const command of commands) {
+      this.queued.push(command);
       const marks = this.writer.marksOf(command.id);
       if (marks.settled !== undefined) {
-        settled[index] = { id: command.id, outcome: marks.settled.outcome };
-        now = Math.max(now, marks.settled.at);
+        const { outcome, at, seq } = marks.settled;
+        this.ready.push({ command, outcome, at, seq });
       } else if (marks.started !== undefined && !command.idempotent) {
         const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
         this.tracing.reportUnknown(command);
-        settled[index] = { id: command.id, outcome: entry.outcome };
-        now = Math.max(now, entry.at);
+        this.ready.push({ command, outcome: entry.outcome, at: entry.at, seq: entry.seq });
       } else {
-        toPerform.push(index);
-      }
-    });
-
-    // Write-ahead: a non-idempotent effect is durably marked started before it runs.
-    let mustFlush = false;
-    for (const index of toPerform) {
-      const command = commands[index]!;
-      if (!command.idempotent) {
-        this.writer.recordStarted(command.id);
-        mustFlush = true;
+        toPerform.push(command);
       }
     }
-    if (mustFlush) await this.writer.flush();
+    // Write-ahead: a non-idempotent effect is durably marked started before it runs.
+    const writeAhead = toPerform.filter((command) => !command.idempotent);
+    for (const command of writeAhead) this.writer.recordStarted(command.id);
+    if (writeAhead.length > 0) await this.writer.flush();
+    for (const command of toPerform) {
+      this.running.add(command.id);
+      void this.settle(command, state);
+    }
+  }
 
-    const results = await Promise.allSettled(
-      toPerform.map(async (index) => {
-        const command = commands[index]!;
-        const outcome = await this.perform(command, state);
-        const entry = this.writer.recordSettled(command.id, outcome);
-        if (!command.idempotent) await this.writer.flush();
-        settled[index] = { id: command.id, outcome };
-        now = Math.max(now, entry.at);
-      }),
-    );
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure !== undefined) {
-      this.attempt.assertActive();
-      throw failure.reason;
+  /** The next outcomes for the step function, as the definition steps: all at once, or one by one. */
+  async next(): Promise<StepEvent & { type: 'settled' }> {
+    const stepsEach = this.definition.stepping === 'each';
+    // A failed attempt (a crash, a lost lease) lets what is still running end before it stops.
+    while (
+      this.running.size > 0 &&
+      (this.failure !== undefined || !stepsEach || this.ready.length === 0)
+    ) {
+      await new Promise<void>((resolve) => (this.wake = resolve));
     }
     this.attempt.assertActive();
-    return this.definition.step(state, { type: 'settled', now, effects: settled });
+    if (this.failure !== undefined) throw this.failure.error;
+    const handed = stepsEach
+      ? [this.ready.reduce((first, ready) => (ready.seq < first.seq ? ready : first))]
+      : this.queued.map((command) => this.ready.find((ready) => ready.command === command)!);
+    for (const ready of handed) {
+      this.ready.splice(this.ready.indexOf(ready), 1);
+      this.queued.splice(this.queued.indexOf(ready.command), 1);
+    }
+    return {
+      type: 'settled',
+      now: Math.max(0, ...handed.map((ready) => ready.at)),
+      effects: handed.map((ready) => ({ id: ready.command.id, outcome: ready.outcome })),
+    };
+  }
+
+  /** Waits for everything still running to end, discarding outcomes: before a run ends with effects in flight. */
+  async drain(): Promise<void> {
+    while (this.running.size > 0) await new Promise<void>((resolve) => (this.wake = resolve));
+  }
+
+  private async settle(command: PerformCommand, state: State): Promise<void> {
+    try {
+      const outcome = await this.perform(command, state);
+      const entry = this.writer.recordSettled(command.id, outcome);
+      if (!command.idempotent) await this.writer.flush();
+      this.ready.push({ command, outcome, at: entry.at, seq: entry.seq });
+    } catch (error) {
+      this.failure ??= { error };
+    } finally {
+      this.running.delete(command.id);
+      const wake = this.wake;
+      this.wake = undefined;
+      wake?.();
+    }
   }
 
   private async perform(command: PerformCommand, state: State): Promise<EffectOutcome> {
