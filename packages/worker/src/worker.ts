@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { TracerProvider } from '@opentelemetry/api';
 import {
   CairnError,
@@ -84,6 +85,8 @@ export function createWorker(options: WorkerOptions): Worker {
   /** Runs this worker will not try again before a time: drifted, unknown, failing to load. */
   const parked = new Map<string, number>();
   const handOver = new AbortController();
+  // Every run in flight listens on this one signal; past Node's default of 10 listeners that is not a leak.
+  setMaxListeners(0, handOver.signal);
   let state: 'new' | 'running' | 'closing' | 'closed' = 'new';
   let loop: Promise<void> | undefined;
   let unsubscribe: (() => Promise<void>) | undefined;

@@ -80,8 +80,20 @@ describe('worker processes on Postgres', () => {
     expect(survivor.events('claimed')[0]).toMatchObject({ runId, takenFrom: 'doomed', epoch: 2 });
   });
 
-  it('SIGKILL mid-checkpoint: another worker finishes; no tool ran twice and none is unknown', async () => {
+  it('SIGKILL mid-checkpoint: another worker finishes from the checkpoint before; no tool ran twice', async () => {
+    // The third checkpoint would have recorded a2's result (its settled mark rides on that checkpoint): the
+    // survivor continues from the second, where a2 was started and never recorded, so it reports a2 unknown.
     const doomed = await worker('doomed', { CRASH_AT: 'checkpoint.before#3' });
+    const { runId } = await client.start(agent(), 'go');
+    expect((await doomed.exited).signal).toBe('SIGKILL');
+    await worker('survivor');
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
+    expect(await unknownCalls(runId)).toEqual(['a2']);
+  });
+
+  it('SIGKILL right after a checkpoint: nothing settled before it is run again or reported unknown', async () => {
+    const doomed = await worker('doomed', { CRASH_AT: 'checkpoint.after#3' });
     const { runId } = await client.start(agent(), 'go');
     expect((await doomed.exited).signal).toBe('SIGKILL');
     await worker('survivor');

@@ -200,7 +200,8 @@ export async function runUnderLease<State, Input, Output>(
           `The ${definition.kind} "${definition.name}" step returned neither an effect nor an end.`,
         );
       }
-      if (result.commands.some((c) => c.type === 'checkpoint')) {
+      const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
+      if (checkpointed) {
         await writer.checkpoint(
           {
             status: 'running',
@@ -211,6 +212,7 @@ export async function runUnderLease<State, Input, Output>(
         );
         tracing.closeSettledUnits(pending);
       }
+      await pool.writeSettled(checkpointed);
       await pool.start(performs, state);
       result = definition.step(state, await pool.next());
     }
