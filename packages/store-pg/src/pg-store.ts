@@ -15,7 +15,7 @@ import { LockConnection } from './lock-connection.js';
 import { checkSchema, migrate, renderMigrationSql } from './migrations.js';
 import { schemaNames, type Names } from './names.js';
 import { adoptRun } from './sql/adopt-run.js';
-import { appendJournal } from './sql/append-journal.js';
+import { appendJournals, type JournalWrite } from './sql/append-journal.js';
 import { claimableRuns } from './sql/claimable-runs.js';
 import { createRun } from './sql/create-run.js';
 import { deleteRun } from './sql/delete-run.js';
@@ -23,7 +23,8 @@ import { listRuns } from './sql/list-runs.js';
 import { loadRun } from './sql/load-run.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { requestCancel } from './sql/request-cancel.js';
-import { saveCheckpoint } from './sql/save-checkpoint.js';
+import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
+import { WriteBatcher } from './write-batcher.js';
 import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { updateStatus } from './sql/update-status.js';
 
@@ -110,6 +111,13 @@ export function pgStore(options: PgStoreOptions): PgStore {
   });
   let ready: Promise<void> | undefined;
   const storedItems = new StoredItems();
+  // Checkpoints and journal appends of many runs share statements (and commits) when they arrive together.
+  const checkpoints = new WriteBatcher<CheckpointWrite, SaveOutcome>((writes) =>
+    saveCheckpoints(sql, names, writes),
+  );
+  const appends = new WriteBatcher<JournalWrite, boolean>((writes) =>
+    appendJournals(sql, names, writes),
+  );
 
   /** Checks the schema version once; a failed check is tried again on the next call. */
   const ensureReady = (): Promise<void> => {
@@ -139,10 +147,11 @@ export function pgStore(options: PgStoreOptions): PgStore {
   async function save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<boolean> {
     const split = splitSnapshot(checkpoint.snapshot);
     let items = storedItems.plan(runId, split);
-    let outcome = await saveCheckpoint(sql, names, runId, epoch, checkpoint, split.inline, items);
+    const write = { runId, epoch, checkpoint, inline: split.inline };
+    let outcome = await checkpoints.submit({ ...write, items });
     if (outcome.type === 'stale') {
       items = storedItems.plan(runId, split, true);
-      outcome = await saveCheckpoint(sql, names, runId, epoch, checkpoint, split.inline, items);
+      outcome = await checkpoints.submit({ ...write, items });
     }
     if (outcome.type !== 'saved') {
       storedItems.forget(runId);
@@ -182,7 +191,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
       fenced(runId, epoch, 'save a checkpoint', () => save(runId, epoch, checkpoint)),
     append: (runId, epoch, entries) =>
       fenced(runId, epoch, 'append to the journal', () =>
-        appendJournal(sql, names, runId, epoch, entries),
+        appends.submit({ runId, epoch, entries }),
       ),
     updateStatus: (runId, epoch, update) =>
       fenced(runId, epoch, 'update a status', () => updateStatus(sql, names, runId, epoch, update)),

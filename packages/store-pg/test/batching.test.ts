@@ -1,0 +1,80 @@
+import { LeaseLostError } from '@cairn/sdk';
+import { pgStore } from '@cairn/store-pg';
+import { useTestDatabase } from '@cairn/testing';
+import type { Sql } from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, createPgHarness, type PgHarness } from './support.js';
+
+const database = useTestDatabase({ prefix: 'cairn_batching' });
+let sql: Sql;
+let harness: PgHarness;
+beforeAll(async () => {
+  sql = connect(database());
+  harness = await createPgHarness(sql);
+});
+afterAll(async () => {
+  await harness?.close();
+  await sql?.end({ timeout: 5 });
+});
+
+/** A `sql` that counts the statements that write checkpoints or journal entries. */
+function counting(inner: Sql): { sql: Sql; writes: () => number } {
+  let writes = 0;
+  const proxy = new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'unsafe') {
+        return (text: string, params: unknown[] = []) => {
+          if (/INSERT INTO [^ ]+\."(journal|snapshot_items)"/.test(text)) writes += 1;
+          return target.unsafe(text, params as never[]);
+        };
+      }
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+  return { sql: proxy, writes: () => writes };
+}
+
+describe('writes of many runs', () => {
+  it('share statements when they arrive together, each still fenced by its own epoch', async () => {
+    const { sql: countingSql, writes } = counting(sql);
+    const store = pgStore({ sql: countingSql, schema: harness.schema });
+    const ids = Array.from({ length: 40 }, (_, n) => `batch-${n}`);
+    for (const runId of ids)
+      await store.create({ runId, kind: 'agent', name: 'a', signature: 's', snapshot: null });
+    const leases = await Promise.all(
+      ids.map((runId) => store.acquire(runId, { owner: 'w', ttlMs: 60_000 })),
+    );
+    const epochs = leases.map((lease) => lease!.epoch);
+    // One run is written with a stale epoch: it alone is refused.
+    const before = writes();
+    const results = await Promise.allSettled(
+      ids.map((runId, n) =>
+        store.append(runId, n === 7 ? epochs[n]! + 1 : epochs[n]!, [
+          { seq: 1, type: 'started', effectId: `e-${n}`, at: 1 },
+        ]),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    expect((results[7] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    const appendStatements = writes() - before;
+    expect(appendStatements).toBeLessThan(ids.length / 4);
+
+    const saved = await Promise.allSettled(
+      ids.map((runId, n) =>
+        store.save(runId, epochs[n]!, {
+          status: 'running',
+          signature: 's',
+          snapshot: { n, messages: Array.from({ length: 5 }, (_, m) => `m${m}`) },
+        }),
+      ),
+    );
+    expect(saved.every((r) => r.status === 'fulfilled')).toBe(true);
+    for (const [n, runId] of ids.entries()) {
+      const loaded = await store.load(runId);
+      expect(loaded?.run.snapshot).toEqual({ n, messages: ['m0', 'm1', 'm2', 'm3', 'm4'] });
+      expect(loaded?.journal).toEqual([]);
+    }
+    await Promise.all(leases.map((lease) => store.release(lease!)));
+    await store.close();
+  });
+});
