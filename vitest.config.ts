@@ -23,6 +23,7 @@ export default defineConfig({
       'packages/*/src/**/*.test.ts',
       'packages/*/test/**/*.test.ts',
       'examples/**/*.test.ts',
+      'bench/test/**/*.test.ts',
     ],
     exclude: ['**/node_modules/**', '**/dist/**'],
     pool: 'forks',

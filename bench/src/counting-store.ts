@@ -1,0 +1,69 @@
+import type { DurableStore } from '@cairn/sdk';
+
+/** Calls per store method, and the JSON bytes handed to the writes that carry state. */
+export interface StoreCounts {
+  calls: Record<string, number>;
+  /** Milliseconds spent waiting on each method, summed over its calls (concurrent calls overlap). */
+  ms: Record<string, number>;
+  /** Bytes of the checkpoint parameters (snapshot, output, error) passed to `save`. */
+  saveBytes: number;
+  /** Bytes of the journal entries passed to `append`. */
+  appendBytes: number;
+  /** Size of the last snapshot saved per run. */
+  lastSnapshotBytes: Map<string, number>;
+}
+
+/**
+ * Wraps a store to count the calls the runtime makes per method and the bytes of state it writes. The
+ * returned store is the wrapped one for every other purpose.
+ */
+export function countingStore(store: DurableStore): { store: DurableStore; counts: StoreCounts } {
+  const counts: StoreCounts = {
+    calls: {},
+    ms: {},
+    saveBytes: 0,
+    appendBytes: 0,
+    lastSnapshotBytes: new Map(),
+  };
+  const counted = new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || typeof property !== 'string') return value;
+      return (...args: unknown[]) => {
+        counts.calls[property] = (counts.calls[property] ?? 0) + 1;
+        if (property === 'save') {
+          const [runId, , checkpoint] = args as [string, number, Record<string, unknown>];
+          const snapshot = JSON.stringify(checkpoint.snapshot ?? null).length;
+          counts.saveBytes +=
+            snapshot +
+            JSON.stringify(checkpoint.output ?? null).length +
+            JSON.stringify(checkpoint.error ?? null).length;
+          counts.lastSnapshotBytes.set(runId, snapshot);
+        } else if (property === 'append') {
+          counts.appendBytes += JSON.stringify(args[2]).length;
+        }
+        const started = performance.now();
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        const settle = () => {
+          counts.ms[property] = (counts.ms[property] ?? 0) + performance.now() - started;
+        };
+        if (result instanceof Promise) return result.finally(settle);
+        settle();
+        return result;
+      };
+    },
+  });
+  return { store: counted, counts };
+}
+
+/** Store calls per unit (trip) and the mean wait of one call, as `method x.yz (n.nn ms)`, sorted by name. */
+export function callsPer(counts: StoreCounts, units: number): string {
+  return Object.entries(counts.calls)
+    .filter(([method]) => method !== 'subscribe')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(
+      ([method, n]) =>
+        `${method} ${(n / units).toFixed(2)} (${((counts.ms[method] ?? 0) / n).toFixed(2)} ms)`,
+    )
+    .join(', ');
+}
