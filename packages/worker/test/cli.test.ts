@@ -1,0 +1,210 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// `cairn-worker` run from its source, as `node dist/cli.js` runs it once built; tsx as a loader (not its
+// CLI, whose grandchild process signals would not reach).
+const tsxLoader = createRequire(import.meta.url).resolve('tsx/esm');
+const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const fixture = fileURLToPath(new URL('./fixtures/cli-module.ts', import.meta.url));
+
+interface Line {
+  type?: string;
+  runId?: string;
+  owner?: string;
+  signal?: string;
+  fixture?: string;
+  leaseMs?: number;
+}
+
+/** One `cairn-worker` process: its JSON lines, its stderr, and how it ended. */
+function run(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(
+    process.execPath,
+    ['--import', tsxLoader, '--conditions=@cairn/source', cli, ...args],
+    {
+      // The parent's CAIRN_* settings must not leak into what a test asserts.
+      env: {
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([name]) => !name.startsWith('CAIRN_')),
+        ),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines: Line[] = [];
+  let stdout = '';
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    stdout += `${text}\n`;
+    try {
+      lines.push(JSON.parse(text) as Line);
+    } catch {
+      return;
+    }
+    for (const wake of waiters) wake();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => {
+      resolve({ code, signal });
+      for (const wake of waiters) wake();
+    }),
+  );
+  return {
+    lines,
+    exited,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    kill: (signal: NodeJS.Signals) => child.kill(signal),
+    /** Resolves with the first line matching `predicate`; rejects if the process ends first. */
+    waitFor(predicate: (line: Line) => boolean): Promise<Line> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = lines.find(predicate);
+          if (found !== undefined) {
+            waiters.delete(check);
+            resolve(found);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            waiters.delete(check);
+            reject(new Error(`cairn-worker exited first; stderr: ${stderr}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+let scratch: string;
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'cairn-cli-'));
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('cairn-worker', () => {
+  it('runs the module’s agents, then on SIGTERM hands the run in flight over, calls close() and exits 0', async () => {
+    const worker = run([fixture, '--owner', 'from-flag', '--concurrency', '4'], {
+      CAIRN_OWNER: 'from-env',
+      CAIRN_LEASE_MS: '20000',
+      HOLD_MS: '500',
+    });
+    expect(await worker.waitFor((l) => l.type === 'started')).toMatchObject({ owner: 'from-flag' });
+    await worker.waitFor((l) => l.type === 'completed' && l.runId === 'quick-1');
+    const { leaseMs } = await worker.waitFor((l) => l.fixture === 'tool-started');
+    expect(leaseMs).toBeGreaterThan(15_000);
+    expect(leaseMs).toBeLessThanOrEqual(20_000);
+
+    worker.kill('SIGTERM');
+    expect(await worker.exited).toEqual({ code: 0, signal: null });
+    const types = worker.lines.map((l) => l.type ?? `fixture:${l.fixture}`);
+    expect(worker.lines.find((l) => l.type === 'closing')).toMatchObject({ signal: 'SIGTERM' });
+    expect(worker.lines.filter((l) => l.type === 'handed_over')).toMatchObject([
+      { runId: 'held-1' },
+    ]);
+    // Handed over, then closed, then the module's close(): nothing was cut short.
+    expect(types.slice(-3)).toEqual(['handed_over', 'closed', 'fixture:closed']);
+    expect(worker.stderr).toBe('');
+  });
+
+  it('a second signal exits at once with 130, without waiting for the run in flight', async () => {
+    const worker = run([fixture], { HOLD_MS: '60000' });
+    await worker.waitFor((l) => l.fixture === 'tool-started');
+    worker.kill('SIGTERM');
+    await worker.waitFor((l) => l.type === 'closing');
+    worker.kill('SIGTERM');
+    expect(await worker.exited).toEqual({ code: 130, signal: null });
+    expect(worker.lines.some((l) => l.type === 'handed_over')).toBe(false);
+  });
+
+  it('takes its settings from CAIRN_* variables, prints text logs with --log text, stays up while idle', async () => {
+    const worker = run([fixture, '--log', 'text'], { CAIRN_OWNER: 'from-env', HOLD_MS: '0' });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (/ completed runId=held-1/.test(worker.stdout)) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 20);
+      void worker.exited.then(() => {
+        clearInterval(timer);
+        reject(new Error(worker.stderr));
+      });
+    });
+    expect(worker.stdout).toMatch(/^\S+ started owner=from-env$/m);
+    // Idle, it stays up until it is told to stop.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await Promise.race([worker.exited, 'running'])).toBe('running');
+    worker.kill('SIGINT');
+    expect(await worker.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('--help prints the usage and every setting’s environment variable', async () => {
+    const help = run(['--help']);
+    expect(await help.exited).toEqual({ code: 0, signal: null });
+    expect(help.stdout).toMatch(/^Usage: cairn-worker \[options\] <module>/);
+    for (const variable of [
+      'CAIRN_CONCURRENCY',
+      'CAIRN_LEASE_MS',
+      'CAIRN_HEARTBEAT_MS',
+      'CAIRN_OWNER',
+      'CAIRN_MAX_RECOVERIES',
+    ]) {
+      expect(help.stdout).toContain(variable);
+    }
+  });
+
+  it.each([
+    { name: 'no module', args: [], env: {}, error: /Which module\?/ },
+    {
+      name: 'a concurrency of 0',
+      args: ['--concurrency', '0', fixture],
+      env: {},
+      error: /CAIRN_CONCURRENCY.*positive integer/,
+    },
+    {
+      name: 'a lease of "30s"',
+      args: [fixture],
+      env: { CAIRN_LEASE_MS: '30s' },
+      error: /CAIRN_LEASE_MS.*"30s"/,
+    },
+    {
+      name: 'an unknown log format',
+      args: [fixture, '--log', 'xml'],
+      env: {},
+      error: /json, text or silent/,
+    },
+    { name: 'an unknown flag', args: ['--nope', fixture], env: {}, error: /--nope/ },
+    { name: 'a missing module', args: ['./no/such/module.js'], env: {}, error: /No module at/ },
+  ])('refuses $name with exit code 2', async ({ args, env, error }) => {
+    const worker = run(args, env);
+    expect((await worker.exited).code).toBe(2);
+    expect(worker.stderr).toMatch(error);
+    expect(worker.lines).toEqual([]);
+  });
+
+  it('exits 1 when the module exports no store', async () => {
+    const module = join(scratch, 'no-store.mjs');
+    await writeFile(
+      module,
+      "export const agents = [{ kind: 'agent', name: 'a', definition: {} }];\n",
+    );
+    const worker = run([module]);
+    expect((await worker.exited).code).toBe(1);
+    expect(worker.stderr).toMatch(/exports no store/);
+  });
+});

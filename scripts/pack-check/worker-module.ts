@@ -1,0 +1,10 @@
+// What `cairn-worker out/worker-module.js` runs in the pack check: a memory store with one queued run.
+import { defineAgent, memoryStore } from '@cairn/sdk';
+import { scriptedModel } from '@cairn/testing';
+import { createClient } from '@cairn/worker';
+
+const store = memoryStore();
+const greeter = defineAgent({ name: 'greeter', model: scriptedModel([{ text: 'hello' }]) });
+await createClient({ store }).start(greeter, 'hi', { runId: 'greet-1' });
+
+export default { store, agents: [greeter] };
