@@ -16,7 +16,7 @@ export class WriteBatcher<Write, Result> {
     /** Sends a batch; returns one result per write, in order. A throw fails every write of the batch. */
     private readonly send: (writes: Write[]) => Promise<Result[]>,
     private readonly maxBatch = 200,
-    private readonly maxInFlight = 2,
+    private readonly maxInFlight = 1,
   ) {}
 
   submit(write: Write): Promise<Result> {
