@@ -1,41 +1,23 @@
 import { LeaseLostError } from '@cairn/sdk';
 import { pgStore } from '@cairn/store-pg';
-import { useTestDatabase } from '@cairn/testing';
 import type { Sql } from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, createPgHarness, type PgHarness } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { usePgHarness, watchedSql } from './support.js';
 
-const database = useTestDatabase({ prefix: 'cairn_batching' });
-let sql: Sql;
-let harness: PgHarness;
-beforeAll(async () => {
-  sql = connect(database());
-  harness = await createPgHarness(sql);
-});
-afterAll(async () => {
-  await harness?.close();
-  await sql?.end({ timeout: 5 });
-});
+const opened = usePgHarness('cairn_batching');
 
 /** A `sql` that counts the statements that write checkpoints or journal entries. */
 function counting(inner: Sql): { sql: Sql; writes: () => number } {
   let writes = 0;
-  const proxy = new Proxy(inner, {
-    get(target, key, receiver) {
-      if (key === 'unsafe') {
-        return (text: string, params: unknown[] = []) => {
-          if (/INSERT INTO [^ ]+\."(journal|snapshot_items)"/.test(text)) writes += 1;
-          return target.unsafe(text, params as never[]);
-        };
-      }
-      return Reflect.get(target, key, receiver) as unknown;
-    },
+  const sql = watchedSql(inner, (text) => {
+    if (/INSERT INTO [^ ]+\."(journal|snapshot_items)"/.test(text)) writes += 1;
   });
-  return { sql: proxy, writes: () => writes };
+  return { sql, writes: () => writes };
 }
 
 describe('writes of many runs', () => {
   it('share statements when they arrive together, each still fenced by its own epoch', async () => {
+    const { sql, harness } = opened();
     const { sql: countingSql, writes } = counting(sql);
     const store = pgStore({ sql: countingSql, schema: harness.schema });
     const ids = Array.from({ length: 40 }, (_, n) => `batch-${n}`);

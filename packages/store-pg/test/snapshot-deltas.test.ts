@@ -1,36 +1,17 @@
-import { useTestDatabase } from '@cairn/testing';
 import { pgStore, type PgStore } from '@cairn/store-pg';
 import type { Sql } from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, createPgHarness, type PgHarness } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { usePgHarness, watchedSql } from './support.js';
 
-const database = useTestDatabase({ prefix: 'cairn_snapshot_deltas' });
-let sql: Sql;
-let harness: PgHarness;
-beforeAll(async () => {
-  sql = connect(database());
-  harness = await createPgHarness(sql);
-});
-afterAll(async () => {
-  await harness?.close();
-  await sql?.end({ timeout: 5 });
-});
+const opened = usePgHarness('cairn_snapshot_deltas');
 
 /** A `sql` that counts the bytes of the parameters every statement sends. */
 function metered(inner: Sql): { sql: Sql; sent: () => number } {
   let bytes = 0;
-  const proxy = new Proxy(inner, {
-    get(target, key, receiver) {
-      if (key === 'unsafe') {
-        return (text: string, params: unknown[] = []) => {
-          for (const param of params) bytes += typeof param === 'string' ? param.length : 8;
-          return target.unsafe(text, params as never[]);
-        };
-      }
-      return Reflect.get(target, key, receiver) as unknown;
-    },
+  const sql = watchedSql(inner, (_text, params) => {
+    for (const param of params) bytes += typeof param === 'string' ? param.length : 8;
   });
-  return { sql: proxy, sent: () => bytes };
+  return { sql, sent: () => bytes };
 }
 
 const message = (n: number) => ({
@@ -46,6 +27,7 @@ const snapshotAt = (length: number) => ({
 
 describe('checkpoints of a growing conversation', () => {
   it('send only what is new, and load back exactly what was saved', async () => {
+    const { sql, harness } = opened();
     const { sql: meteredSql, sent } = metered(sql);
     const store: PgStore = pgStore({ sql: meteredSql, schema: harness.schema });
     const { run } = await store.create({
@@ -77,6 +59,7 @@ describe('checkpoints of a growing conversation', () => {
   });
 
   it('writes in full when another store wrote since, and stays exact', async () => {
+    const { sql, harness } = opened();
     const first = harness.store();
     const second = harness.store();
     await first.create({

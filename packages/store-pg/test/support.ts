@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pgStore, type PgStore, type PgStoreOptions } from '@cairn/store-pg';
-import type { TestDatabase } from '@cairn/testing';
+import { useTestDatabase, type TestDatabase } from '@cairn/testing';
+import { afterAll, beforeAll } from 'vitest';
 import postgres, { type Sql } from 'postgres';
 
 /** A fresh migrated schema in the file's database, and every store opened on it. */
@@ -51,4 +52,40 @@ export async function advisoryLocks(sql: Sql): Promise<number> {
     select count(*)::int as n from pg_locks
      where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`;
   return rows[0]!.n;
+}
+
+/** Gives a test file its own database and a migrated schema in it, opened before and closed after its tests. */
+export function usePgHarness(prefix: string): () => { sql: Sql; harness: PgHarness } {
+  const database = useTestDatabase({ prefix });
+  let opened: { sql: Sql; harness: PgHarness } | undefined;
+  beforeAll(async () => {
+    const sql = connect(database());
+    opened = { sql, harness: await createPgHarness(sql) };
+  });
+  afterAll(async () => {
+    await opened?.harness.close();
+    await opened?.sql.end({ timeout: 5 });
+  });
+  return () => {
+    if (opened === undefined) throw new Error('The harness is used outside a test.');
+    return opened;
+  };
+}
+
+/** A `sql` that shows every statement it runs (text and parameters) to `watch`, then runs it. */
+export function watchedSql(
+  inner: Sql,
+  watch: (text: string, params: readonly unknown[]) => void,
+): Sql {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'unsafe') {
+        return (text: string, params: unknown[] = []) => {
+          watch(text, params);
+          return target.unsafe(text, params as never[]);
+        };
+      }
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
 }
