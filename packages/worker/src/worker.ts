@@ -113,6 +113,7 @@ export function createWorker(options: WorkerOptions): Worker {
       await runDurable(runnable.definition, {
         store,
         runId,
+        record,
         mode: 'resume',
         force: false,
         clock,

@@ -55,6 +55,8 @@ export interface DurableRunOptions<Input> {
   maxRecoveries?: number;
   /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
   reclaimOwn?: boolean;
+  /** The run's record as the caller just read it, which saves reading it again before the claim. */
+  record?: RunRecord;
   /** Called once the run is claimed, with the lease and the record as it was claimed. */
   onClaim?(lease: Lease, record: RunRecord): void;
 }
@@ -188,7 +190,11 @@ async function traceAttempt<State, Input, Output>(
   options: DurableRunOptions<Input>,
   claim: Claim,
 ): Promise<DurableRunResult<State, Output>> {
-  const existing = (await options.store.load(options.runId))?.run;
+  // The record is read again under the lease before anything runs, so a caller's recent read will do here.
+  const existing =
+    options.record?.runId === options.runId
+      ? options.record
+      : (await options.store.load(options.runId))?.run;
   if (existing === undefined && options.mode === 'resume')
     throw new RunNotFoundError(options.runId);
   const origin = existing === undefined ? undefined : storedTrace(existing);
