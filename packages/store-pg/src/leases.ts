@@ -161,20 +161,13 @@ export class Leases {
     const held: Held = { owner, epoch: 0, key, generation };
     let claimed;
     try {
-      ({ result: claimed } = await lock.run(
-        'claim a run',
-        async (db) =>
-          (await claimRun(db, names, runId, owner, ttlMs, reclaimOwn)) ?? {
-            pid: await this.pidOf(db),
-            none: true,
-          },
-        generation,
-      ));
+      // The epoch bump commits on the pool, next to other claims; the holder it records is the lock session.
+      claimed = await claimRun(this.ctx.sql, names, runId, owner, ttlMs, reclaimOwn, result.pid);
     } catch (error) {
       await this.unlockQuietly(held);
-      throw error;
+      throw toStoreError(error, 'claim a run', names.schema);
     }
-    if ('none' in claimed) {
+    if (claimed === undefined) {
       await this.unlockQuietly(held);
       let exists;
       try {
