@@ -25,7 +25,7 @@ export const fullConfig: BenchConfig = {
   takeoverReps: 5,
   limit: { singleUpdates: 5_000, concurrentUpdates: 16_000, connections: 32, payloadBytes: 1024 },
   perStep: { runs: 50, trips: 10 },
-  throughput: { runs: 500, trips: 10, concurrency: 50, poolMax: 10 },
+  throughput: { runs: 500, trips: 10, concurrency: 250, poolMax: 10 },
   dbos: { workflows: 500, steps: 10, poolSize: 10 },
   takeover: { leaseMs: 30_000, pollMs: 1_000 },
   growth: { trips: 200, toolResultBytes: 200 },

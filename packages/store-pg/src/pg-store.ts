@@ -5,6 +5,8 @@ import {
   terminalStatuses,
   type Checkpoint,
   type DurableStore,
+  type NewRun,
+  type RunRecord,
   type RunStatus,
 } from '@cairn/sdk';
 import type { Options } from 'postgres';
@@ -17,7 +19,7 @@ import { schemaNames, type Names } from './names.js';
 import { adoptRun } from './sql/adopt-run.js';
 import { appendJournals, type JournalWrite } from './sql/append-journal.js';
 import { claimableRuns } from './sql/claimable-runs.js';
-import { createRun } from './sql/create-run.js';
+import { createRuns } from './sql/create-run.js';
 import { deleteRun } from './sql/delete-run.js';
 import { listRuns } from './sql/list-runs.js';
 import { loadRun } from './sql/load-run.js';
@@ -118,6 +120,9 @@ export function pgStore(options: PgStoreOptions): PgStore {
   const appends = new WriteBatcher<JournalWrite, boolean>((writes) =>
     appendJournals(sql, names, writes),
   );
+  const creations = new WriteBatcher<NewRun, { created: boolean; run: RunRecord }>((runs) =>
+    createRuns(sql, names, runs),
+  );
 
   /** Checks the schema version once; a failed check is tried again on the next call. */
   const ensureReady = (): Promise<void> => {
@@ -179,7 +184,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
     schema: names.schema,
     migrate: () => migrate(sql, names).finally(() => (ready = undefined)),
     migrationSql: () => renderMigrationSql(names),
-    create: (init) => run('create a run', () => createRun(sql, names, init)),
+    create: (init) => run('create a run', () => creations.submit(init)),
     load: (runId) =>
       run('load a run', async () => {
         const found = await loadRun(sql, names, runId);

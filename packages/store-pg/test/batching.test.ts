@@ -59,4 +59,35 @@ describe('writes of many runs', () => {
     await Promise.all(leases.map((lease) => store.release(lease!)));
     await store.close();
   });
+
+  it('creates runs started together in one statement, and a repeated id returns the first', async () => {
+    const { sql, harness } = opened();
+    const { sql: countingSql } = counting(sql);
+    let inserts = 0;
+    const watched = watchedSql(countingSql, (text) => {
+      if (/^\s*INSERT INTO [^ ]+\."runs"/.test(text)) inserts += 1;
+    });
+    const store = pgStore({ sql: watched, schema: harness.schema });
+    const ids = [...Array.from({ length: 30 }, (_, n) => `start-${n}`), 'start-3', 'start-4'];
+    const created = await Promise.all(
+      ids.map((runId, n) =>
+        store.create({
+          runId,
+          kind: 'agent',
+          name: 'a',
+          signature: 's',
+          snapshot: { n },
+          status: 'queued',
+        }),
+      ),
+    );
+    expect(created.filter((c) => c.created)).toHaveLength(30);
+    expect(created.slice(30).map((c) => [c.created, c.run.snapshot])).toEqual([
+      [false, { n: 3 }],
+      [false, { n: 4 }],
+    ]);
+    expect(inserts).toBeLessThan(10);
+    expect((await store.list({ status: 'queued' })).length).toBe(30);
+    await store.close();
+  });
 });

@@ -35,3 +35,47 @@ export async function createRun(
     if (existing[0] !== undefined) return { created: false, run: decodeRun(existing[0]) };
   }
 }
+
+/**
+ * Inserts several runs in one statement (a client starting many runs at once); a run whose id exists, or
+ * repeats an earlier one of the batch, goes through `createRun` to return the stored record.
+ */
+export async function createRuns(
+  db: Db,
+  names: Names,
+  runs: readonly NewRun[],
+): Promise<Array<{ created: boolean; run: RunRecord }>> {
+  const rows = await query(
+    db,
+    `INSERT INTO ${names.runs} AS r (run_id, kind, name, signature, status, snapshot)
+     SELECT o.run_id, o.kind, o.name, o.signature, o.status, o.snapshot
+       FROM jsonb_to_recordset($1::text::jsonb)
+            AS o(run_id text, kind text, name text, signature text, status text, snapshot jsonb, ord int)
+      ORDER BY o.ord
+     ON CONFLICT (run_id) DO NOTHING
+     RETURNING ${runColumns(names, 'r')}`,
+    [
+      JSON.stringify(
+        runs.map((run, ord) => ({
+          run_id: run.runId,
+          kind: run.kind,
+          name: run.name,
+          signature: run.signature,
+          status: run.status ?? 'running',
+          snapshot: run.snapshot ?? null,
+          ord,
+        })),
+      ),
+    ],
+  );
+  const inserted = new Map(rows.map((row) => [row[0] as string, decodeRun(row)]));
+  const results: Array<{ created: boolean; run: RunRecord }> = [];
+  for (const run of runs) {
+    const record = inserted.get(run.runId);
+    inserted.delete(run.runId);
+    results.push(
+      record !== undefined ? { created: true, run: record } : await createRun(db, names, run),
+    );
+  }
+  return results;
+}
