@@ -1,9 +1,8 @@
 import { CairnError, LeaseLostError, type JournalEntry } from '@cairn/sdk';
-import { useTestDatabase } from '@cairn/testing';
+import { startTcpProxy, useTestDatabase } from '@cairn/testing';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { advisoryLocks, connect, createPgHarness, sleep, type PgHarness } from './support.js';
-import { startTcpProxy } from './tcp-proxy.js';
 
 const database = useTestDatabase({ prefix: 'cairn_faults' });
 let sql: Sql;

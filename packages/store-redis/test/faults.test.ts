@@ -1,5 +1,6 @@
 import { CairnError, LeaseLostError, type JournalEntry } from '@cairn/sdk';
 import { redisStore, type RedisStore } from '@cairn/store-redis';
+import { startTcpProxy, type TcpProxy } from '@cairn/testing';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -11,7 +12,6 @@ import {
   unreachable,
   type RedisHarness,
 } from './support.js';
-import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const reason = await unreachable();
 const long = 60_000;

@@ -26,3 +26,5 @@ export type {
 } from './conformance/harness.js';
 export { createTestDatabase, useTestDatabase } from './postgres.js';
 export type { TestDatabase, TestDatabaseOptions } from './postgres.js';
+export { startTcpProxy } from './tcp-proxy.js';
+export type { TcpProxy } from './tcp-proxy.js';

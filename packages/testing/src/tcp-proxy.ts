@@ -1,8 +1,9 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
 /**
- * A TCP proxy to Redis that a test can cut (every socket dropped, new ones refused), restore, or make hold
- * what one direction carries until released: a request or a reply stuck in the network.
+ * A TCP proxy to a store's server for fault tests: a test can cut it (every socket dropped, new ones
+ * refused), restore it, or make it hold what one direction carries until released: a request or a reply
+ * stuck in the network.
  */
 export interface TcpProxy {
   port: number;
