@@ -32,7 +32,8 @@ export function countingStore(store: DurableStore): { store: DurableStore; count
       return (...args: unknown[]) => {
         counts.calls[property] = (counts.calls[property] ?? 0) + 1;
         if (property === 'save') {
-          const [runId, , checkpoint] = args as [string, number, Record<string, unknown>];
+          const [fence, checkpoint] = args as [{ runId: string }, Record<string, unknown>];
+          const { runId } = fence;
           const snapshot = JSON.stringify(checkpoint.snapshot ?? null).length;
           counts.saveBytes +=
             snapshot +
@@ -40,7 +41,7 @@ export function countingStore(store: DurableStore): { store: DurableStore; count
             JSON.stringify(checkpoint.error ?? null).length;
           counts.lastSnapshotBytes.set(runId, snapshot);
         } else if (property === 'append') {
-          counts.appendBytes += JSON.stringify(args[2]).length;
+          counts.appendBytes += JSON.stringify(args[1]).length;
         }
         const started = performance.now();
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);

@@ -159,6 +159,15 @@ export class LeaseLostError extends CairnError {
 }
 brand(LeaseLostError, 'LeaseLostError');
 
+/** What `LeaseStore.adopt` throws for a run that is not the child of that parent incarnation. */
+export function notAChildError(childRunId: string, parentRunId: string): CairnError {
+  return new CairnError(
+    'INVALID_ARGUMENT',
+    `Run "${childRunId}" is not a child run of this incarnation of run "${parentRunId}".`,
+    { data: { runId: childRunId, parentRunId } },
+  );
+}
+
 /** The run is leased by another live owner, so it cannot be resumed here now. */
 export class LeaseHeldError extends CairnError {
   readonly runId: string;

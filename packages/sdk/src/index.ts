@@ -17,6 +17,7 @@ export {
   RunSuspendedError,
   deserializeError,
   isCairnError,
+  notAChildError,
   serializeError,
 } from './errors.js';
 export type { CairnErrorCode, CairnErrorOptions, SerializedError } from './errors.js';
@@ -44,6 +45,7 @@ export type {
   ClaimableOptions,
   DurableStore,
   EffectOutcome,
+  Fence,
   JournalEntry,
   Lease,
   LeaseStore,
@@ -63,7 +65,7 @@ export type { DurableRunOptions, DurableRunResult } from './runtime/run-durable.
 export { createRunner } from './runtime/runner.js';
 export { initialRunSnapshot } from './runtime/runtime-snapshot.js';
 export { cairnTracer, tracerName } from './runtime/tracing.js';
-export type { EffectTelemetry, StoredTraceContext } from './runtime/tracing.js';
+export type { StoredTraceContext } from './runtime/tracing.js';
 export type { DurableOptions, ExecuteOptions, ResumeOptions, Runner } from './runtime/runner.js';
 export { defaultStoreRetry } from './runtime/run-writer.js';
 export type { StoreRetryPolicy } from './runtime/run-writer.js';
@@ -75,6 +77,7 @@ export type {
   DurableDefinition,
   Effect,
   EffectContext,
+  EffectTelemetry,
   PerformCommand,
   RetryPolicy,
   SettledEffect,

@@ -13,6 +13,40 @@ export function jsonClone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
+// A surrogate without its other half: what cutting a string between the halves of an emoji leaves.
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// JSON.stringify escapes exactly these: NUL, and lone surrogates (paired ones it writes as they are).
+const unstorableEscape = /\\u0000|\\ud[89a-f]/i;
+
+/** A string every store can hold: lone surrogates and NUL become U+FFFD (the replacement character). */
+export function storableString(text: string): string {
+  return text.replace(loneSurrogate, '\ufffd').replaceAll('\u0000', '\ufffd');
+}
+
+/**
+ * Copies a value through JSON, as `jsonClone` does, and makes every string in it (keys included)
+ * storable: what a run writes is the same on every store, Postgres's JSONB (which refuses NUL and lone
+ * surrogates) included. Values without such characters pay one regular expression test.
+ */
+export function storableJson<T>(value: T): T {
+  const text = JSON.stringify(value);
+  if (text === undefined) return value;
+  const parsed = JSON.parse(text) as unknown;
+  return (unstorableEscape.test(text) ? makeStorable(parsed) : parsed) as T;
+}
+
+function makeStorable(value: unknown): unknown {
+  if (typeof value === 'string') return storableString(value);
+  if (Array.isArray(value)) return value.map(makeStorable);
+  if (value !== null && typeof value === 'object') {
+    const copy: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value))
+      copy[storableString(key)] = makeStorable(child);
+    return copy;
+  }
+  return value;
+}
+
 /** Serializes with object keys sorted, so structurally equal values give equal strings. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));

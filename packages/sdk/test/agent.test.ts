@@ -361,16 +361,16 @@ describe('fencing', () => {
     await clock.advance(1_001);
     const second = (await store.acquire('f', { owner: 'two', ttlMs: 1_000 }))!;
     expect(second.epoch).toBe(first.epoch + 1);
-    const checkpoint = { status: 'running' as const, signature: 's', snapshot: {} };
-    await expect(store.save('f', first.epoch, checkpoint)).rejects.toBeInstanceOf(LeaseLostError);
+    const checkpoint = { status: 'running' as const, signature: 's', snapshot: {}, journalSeq: 0 };
+    await expect(store.save(first, checkpoint)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(
-      store.append('f', first.epoch, [{ seq: 1, type: 'started', effectId: 'e', at: 0 }]),
+      store.append(first, [{ seq: 1, type: 'started', effectId: 'e', at: 0 }]),
     ).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(
-      store.updateStatus('f', first.epoch, { status: 'suspended' }),
-    ).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.updateStatus(first, { status: 'suspended' })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     await expect(store.renew(first, 1_000)).rejects.toBeInstanceOf(LeaseLostError);
-    await store.save('f', second.epoch, checkpoint);
+    await store.save(second, checkpoint);
   });
 
   it('stops a holder that lost its lease: it starts nothing more and writes nothing', async () => {

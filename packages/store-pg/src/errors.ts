@@ -56,11 +56,18 @@ export function migrateHint(schema: string): string {
  * or the server's state is at fault, `STORE_FAILED` otherwise. Cairn errors pass through; the driver's own
  * error object never leaves this package (its code and message are kept in `data`).
  */
-export function toStoreError(error: unknown, operation: string, schema: string): CairnError {
+export function toStoreError(
+  error: unknown,
+  operation: string,
+  schema: string,
+  runId?: string,
+): CairnError {
   if (isCairnError(error)) return error;
   const code = field(error, 'code');
   const message = field(error, 'message') ?? String(error);
   const data: JsonObject = { operation, schema, driverMessage: message };
+  if (runId !== undefined) data.runId = runId;
+  const ofRun = runId === undefined ? '' : ` of run "${runId}"`;
   if (code !== undefined) data.driverCode = code;
   const isServerError = field(error, 'severity') !== undefined;
 
@@ -87,12 +94,14 @@ export function toStoreError(error: unknown, operation: string, schema: string):
   if (retryable) {
     return new CairnError(
       'STORE_UNAVAILABLE',
-      `Postgres is unavailable to ${operation}: ${message}`,
+      `Postgres is unavailable to ${operation}${ofRun}: ${message}`,
       {
         retryable: true,
         data,
       },
     );
   }
-  return new CairnError('STORE_FAILED', `Postgres failed to ${operation}: ${message}`, { data });
+  return new CairnError('STORE_FAILED', `Postgres failed to ${operation}${ofRun}: ${message}`, {
+    data,
+  });
 }

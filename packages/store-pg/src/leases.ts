@@ -3,6 +3,7 @@ import {
   LeaseLostError,
   RunNotFoundError,
   type AcquireOptions,
+  type Fence,
   type Lease,
 } from '@cairn/sdk';
 import type { Db } from './db.js';
@@ -11,17 +12,22 @@ import type { LockConnection } from './lock-connection.js';
 import { lockKey, type LockKey } from './lock-key.js';
 import type { Names } from './names.js';
 import { advisoryUnlock, tryAdvisoryLock } from './sql/advisory-lock.js';
-import { breakFrozenHolder } from './sql/break-frozen-holder.js';
 import { claimRun, runExists } from './sql/claim-run.js';
 import { releaseLease } from './sql/release-lease.js';
 import { renewLease } from './sql/renew-lease.js';
 
-/** A claim this store instance holds: the advisory lock lives on the lock connection's `generation`. */
+/**
+ * A claim this store instance holds, tied to the lock connection's session (`generation`) that renews it;
+ * `locked` when that session also holds the run's advisory lock (a claim taken from a frozen holder, whose
+ * session still has the lock, holds the lease row only).
+ */
 interface Held {
   owner: string;
+  incarnation: string;
   epoch: number;
   key: LockKey;
   generation: number;
+  locked: boolean;
 }
 
 /** What the lease logic needs from its store. */
@@ -29,31 +35,25 @@ export interface LeaseContext {
   sql: Db;
   names: Names;
   lock: LockConnection;
-  /** How long a claimer waits for a frozen holder's backend to exit after terminating it. */
-  terminateWaitMs: number;
 }
 
 const pending = Symbol('pending');
 
 /**
  * Claims, renewals and releases (DESIGN.md, "Claiming a run"): the advisory lock is the fast hint, the lease
- * row with its epoch is the fence. An in-process map refuses a second local claim of a run and ties every
- * claim to the lock connection session it was made on; when that session goes, the claim is fenced.
+ * row with its incarnation and epoch is the fence. An in-process map refuses a second local claim of a run
+ * and ties every claim to the lock connection session it was made on; when that session goes, the claim is
+ * fenced. Every way a claim ends (release, a refused renewal or write) frees its entry and its lock.
  */
 export class Leases {
   private readonly held = new Map<string, Held | typeof pending>();
 
   constructor(private readonly ctx: LeaseContext) {}
 
-  /** True when this instance claimed the run at `epoch` and its lock connection has since been lost. */
-  isFenced(runId: string, epoch: number): boolean {
-    const held = this.held.get(runId);
-    return (
-      held !== undefined &&
-      held !== pending &&
-      held.epoch === epoch &&
-      !this.ctx.lock.isLive(held.generation)
-    );
+  /** True when this instance claimed the run under this fence and its lock connection has since been lost. */
+  isFenced(fence: Fence): boolean {
+    const held = this.mine(fence);
+    return held !== undefined && !this.ctx.lock.isLive(held.generation);
   }
 
   async acquire(
@@ -67,21 +67,15 @@ export class Leases {
     if (local !== undefined && this.ctx.lock.isLive(local.generation)) return undefined;
     this.held.set(runId, pending);
     try {
-      const lease = await this.claim(runId, owner, ttlMs, reclaimOwn === true);
-      return lease;
+      return await this.claim(runId, owner, ttlMs, reclaimOwn === true);
     } finally {
       if (this.held.get(runId) === pending) this.held.delete(runId);
     }
   }
 
   async renew(lease: Lease, ttlMs: number): Promise<Lease> {
-    const held = this.held.get(lease.runId);
-    if (
-      held === undefined ||
-      held === pending ||
-      held.epoch !== lease.epoch ||
-      held.owner !== lease.owner
-    ) {
+    const held = this.mine(lease);
+    if (held === undefined || held.owner !== lease.owner) {
       throw new LeaseLostError(lease.runId, lease.epoch, 'this store does not hold it');
     }
     // A claim whose lock connection is gone stays in the map, fenced, until it is released or claimed again.
@@ -93,7 +87,7 @@ export class Leases {
       const { result } = await this.ctx.lock.run(
         'renew a lease',
         async (db) =>
-          (await renewLease(db, this.ctx.names, lease.runId, lease.owner, lease.epoch, ttlMs)) ?? {
+          (await renewLease(db, this.ctx.names, lease, ttlMs)) ?? {
             pid: await this.pidOf(db),
             lost: true,
           },
@@ -108,28 +102,44 @@ export class Leases {
       );
     }
     if (renewed === undefined) {
-      this.held.delete(lease.runId);
-      await this.unlockQuietly(held);
+      await this.forget(lease);
       throw new LeaseLostError(lease.runId, lease.epoch);
     }
     return { ...lease, leaseUntil: renewed.leaseUntil, cancelRequested: renewed.cancelRequested };
   }
 
   async release(lease: Lease): Promise<void> {
-    const held = this.held.get(lease.runId);
-    const mine =
-      held !== undefined &&
-      held !== pending &&
-      held.epoch === lease.epoch &&
-      held.owner === lease.owner;
-    if (mine) this.held.delete(lease.runId);
+    const held = this.mine(lease);
+    if (held !== undefined && held.owner === lease.owner) this.held.delete(lease.runId);
     try {
-      await releaseLease(this.ctx.sql, this.ctx.names, lease.runId, lease.owner, lease.epoch);
+      await releaseLease(this.ctx.sql, this.ctx.names, lease);
     } catch (error) {
-      throw toStoreError(error, 'release a lease', this.ctx.names.schema);
+      throw toStoreError(error, 'release a lease', this.ctx.names.schema, lease.runId);
     } finally {
-      if (mine) await this.unlockQuietly(held);
+      if (held !== undefined && held.owner === lease.owner) await this.unlockQuietly(held);
     }
+  }
+
+  /**
+   * Drops this instance's claim under `fence` and its advisory lock: the store refused a write made under it,
+   * so it is lost (the run taken over, deleted or ended) and must not keep the run locked here.
+   */
+  async forget(fence: Fence): Promise<void> {
+    const held = this.mine(fence);
+    if (held === undefined) return;
+    this.held.delete(fence.runId);
+    await this.unlockQuietly(held);
+  }
+
+  /** This instance's claim under exactly this fence (a child's fence names its root's: no claim here). */
+  private mine(fence: Fence): Held | undefined {
+    const held = this.held.get(fence.runId);
+    return held !== undefined &&
+      held !== pending &&
+      held.epoch === fence.epoch &&
+      held.incarnation === fence.incarnation
+      ? held
+      : undefined;
   }
 
   private async claim(
@@ -140,32 +150,26 @@ export class Leases {
   ): Promise<Lease | undefined> {
     const key = lockKey(runId);
     const { lock, names } = this.ctx;
-    let { result, generation } = await lock.run('take an advisory lock', (db) =>
+    // Taken on the session that will renew the claim; without it (a frozen holder's session still has the
+    // lock, or another run's key collides) only a lease that ran out can be claimed, by the row alone.
+    const { result, generation } = await lock.run('take an advisory lock', (db) =>
       tryAdvisoryLock(db, key),
     );
-    if (!result.locked) {
-      let state;
-      try {
-        state = await breakFrozenHolder(this.ctx.sql, names, runId, key, this.ctx.terminateWaitMs);
-      } catch (error) {
-        throw toStoreError(error, 'check the holder of a run', names.schema);
-      }
-      if (state === 'missing') throw new RunNotFoundError(runId);
-      if (state === 'live') return undefined;
-      // The frozen holder's backend is gone, and its lock with it; a new claimer may still beat us to it.
-      ({ result, generation } = await lock.run('take an advisory lock', (db) =>
-        tryAdvisoryLock(db, key),
-      ));
-      if (!result.locked) return undefined;
-    }
-    const held: Held = { owner, epoch: 0, key, generation };
+    const held: Held = { owner, incarnation: '', epoch: 0, key, generation, locked: result.locked };
     let claimed;
     try {
       // The epoch bump commits on the pool, next to other claims; the holder it records is the lock session.
-      claimed = await claimRun(this.ctx.sql, names, runId, owner, ttlMs, reclaimOwn, result.pid);
+      claimed = await claimRun(this.ctx.sql, names, {
+        runId,
+        owner,
+        ttlMs,
+        reclaimOwn,
+        holderPid: result.pid,
+        lockHeld: result.locked,
+      });
     } catch (error) {
       await this.unlockQuietly(held);
-      throw toStoreError(error, 'claim a run', names.schema);
+      throw toStoreError(error, 'claim a run', names.schema, runId);
     }
     if (claimed === undefined) {
       await this.unlockQuietly(held);
@@ -173,15 +177,17 @@ export class Leases {
       try {
         exists = await runExists(this.ctx.sql, names, runId);
       } catch (error) {
-        throw toStoreError(error, 'claim a run', names.schema);
+        throw toStoreError(error, 'claim a run', names.schema, runId);
       }
       if (!exists) throw new RunNotFoundError(runId);
       return undefined;
     }
     held.epoch = claimed.epoch;
+    held.incarnation = claimed.incarnation;
     this.held.set(runId, held);
     return {
       runId,
+      incarnation: claimed.incarnation,
       owner,
       epoch: claimed.epoch,
       leaseUntil: claimed.leaseUntil,
@@ -197,7 +203,7 @@ export class Leases {
 
   /** Unlocks on the session the lock was taken on; a lost session already dropped it. */
   private async unlockQuietly(held: Held): Promise<void> {
-    if (!this.ctx.lock.isLive(held.generation)) return;
+    if (!held.locked || !this.ctx.lock.isLive(held.generation)) return;
     await this.ctx.lock
       .run('release an advisory lock', (db) => advisoryUnlock(db, held.key), held.generation)
       .catch(() => undefined);

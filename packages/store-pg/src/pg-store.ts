@@ -1,10 +1,12 @@
 import {
   isTerminalStatus,
   LeaseLostError,
+  notAChildError,
   RunNotFoundError,
   terminalStatuses,
   type Checkpoint,
   type DurableStore,
+  type Fence,
   type NewRun,
   type RunRecord,
   type RunStatus,
@@ -26,7 +28,7 @@ import { loadRun } from './sql/load-run.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { requestCancel } from './sql/request-cancel.js';
 import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
-import { WriteBatcher } from './write-batcher.js';
+import { WriteBatcher, type WriteOutcome } from './write-batcher.js';
 import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { updateStatus } from './sql/update-status.js';
 
@@ -44,8 +46,6 @@ export interface PgStoreOptions {
   lockConnection?: Options<Record<string, never>>;
   /** How long one statement on the lock connection may take before its locks are taken as lost. @defaultValue 10000 */
   lockTimeoutMs?: number;
-  /** How long a claimer waits for a frozen holder's backend to exit after terminating it. @defaultValue 5000 */
-  terminateWaitMs?: number;
 }
 
 /** What `prune` deletes. */
@@ -105,23 +105,46 @@ export function pgStore(options: PgStoreOptions): PgStore {
     timeoutMs: options.lockTimeoutMs ?? 10_000,
     schema: names.schema,
   });
-  const leases = new Leases({
-    sql,
-    names,
-    lock,
-    terminateWaitMs: options.terminateWaitMs ?? 5_000,
-  });
+  const leases = new Leases({ sql, names, lock });
   let ready: Promise<void> | undefined;
   const storedItems = new StoredItems();
+  /**
+   * A batch statement whose failure is a typed store error, so the batcher can tell a retryable one; a
+   * statement of one write (how the batcher isolates a bad one) names its run.
+   */
+  const batch =
+    <W extends { fence: Fence }, R>(operation: string, send: (writes: W[]) => Promise<R[]>) =>
+    async (writes: W[]): Promise<Array<WriteOutcome<R>>> => {
+      try {
+        return (await send(writes)).map((value) => ({ value }));
+      } catch (error) {
+        const runId = writes.length === 1 ? writes[0]!.fence.runId : undefined;
+        throw toStoreError(error, operation, names.schema, runId);
+      }
+    };
   // Checkpoints and journal appends of many runs share statements (and commits) when they arrive together.
-  const checkpoints = new WriteBatcher<CheckpointWrite, SaveOutcome>((writes) =>
-    saveCheckpoints(sql, names, writes),
+  const checkpoints = new WriteBatcher<CheckpointWrite, SaveOutcome>(
+    batch('save a checkpoint', (writes) => saveCheckpoints(sql, names, writes)),
+    { keyOf: (write) => write.fence.runId },
   );
-  const appends = new WriteBatcher<JournalWrite, boolean>((writes) =>
-    appendJournals(sql, names, writes),
+  const appends = new WriteBatcher<JournalWrite, LeaseLostError | undefined>(
+    batch('append to the journal', (writes) => appendJournals(sql, names, writes)),
+    { keyOf: (write) => write.fence.runId },
   );
-  const creations = new WriteBatcher<NewRun, { created: boolean; run: RunRecord }>((runs) =>
-    createRuns(sql, names, runs),
+  const creations = new WriteBatcher<NewRun, { created: boolean; run: RunRecord }>(
+    async (runs) => {
+      try {
+        return (await createRuns(sql, names, runs)).map((outcome, i) =>
+          'error' in outcome
+            ? { error: toStoreError(outcome.error, 'create a run', names.schema, runs[i]!.runId) }
+            : outcome,
+        );
+      } catch (error) {
+        const runId = runs.length === 1 ? runs[0]!.runId : undefined;
+        throw toStoreError(error, 'create a run', names.schema, runId);
+      }
+    },
+    { keyOf: (run) => run.runId },
   );
 
   /** Checks the schema version once; a failed check is tried again on the next call. */
@@ -136,12 +159,12 @@ export function pgStore(options: PgStoreOptions): PgStore {
     return ready;
   };
 
-  async function run<T>(operation: string, body: () => Promise<T>): Promise<T> {
+  async function run<T>(operation: string, body: () => Promise<T>, runId?: string): Promise<T> {
     await ensureReady();
     try {
       return await body();
     } catch (error) {
-      throw toStoreError(error, operation, names.schema);
+      throw toStoreError(error, operation, names.schema, runId);
     }
   }
 
@@ -149,10 +172,11 @@ export function pgStore(options: PgStoreOptions): PgStore {
    * A checkpoint that sends only the long arrays' new elements when this instance knows what is stored, and
    * everything when it does not (or someone else wrote since: the version tells).
    */
-  async function save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<boolean> {
+  async function save(fence: Fence, checkpoint: Checkpoint): Promise<LeaseLostError | undefined> {
+    const { runId } = fence;
     const split = splitSnapshot(checkpoint.snapshot);
     let items = storedItems.plan(runId, split);
-    const write = { runId, epoch, checkpoint, inline: split.inline };
+    const write = { fence, checkpoint, inline: split.inline };
     let outcome = await checkpoints.submit({ ...write, items });
     if (outcome.type === 'stale') {
       items = storedItems.plan(runId, split, true);
@@ -160,31 +184,39 @@ export function pgStore(options: PgStoreOptions): PgStore {
     }
     if (outcome.type !== 'saved') {
       storedItems.forget(runId);
-      return false;
+      if (outcome.type === 'refused') return outcome.error;
+      if (outcome.type === 'stale')
+        return new LeaseLostError(runId, fence.epoch, 'another writer raced it');
+      return undefined;
     }
     if (isTerminalStatus(checkpoint.status)) storedItems.forget(runId);
     else storedItems.remember(runId, outcome.version, items.canonical);
-    return true;
+    return undefined;
   }
 
-  /** One fenced write: refused at once when this store's lock connection for it was lost, else by epoch. */
+  /**
+   * One fenced write: refused at once when this store's claim of the run was lost with its lock session,
+   * else by the statement. A refusal also frees what this store kept for the claim (its advisory lock).
+   */
   async function fenced(
-    runId: string,
-    epoch: number,
+    fence: Fence,
     operation: string,
-    write: () => Promise<boolean>,
-  ) {
-    if (leases.isFenced(runId, epoch))
-      throw new LeaseLostError(runId, epoch, 'the lock connection was lost');
-    const ok = await run(operation, write);
-    if (!ok) throw new LeaseLostError(runId, epoch);
+    write: () => Promise<LeaseLostError | undefined>,
+  ): Promise<void> {
+    if (leases.isFenced(fence))
+      throw new LeaseLostError(fence.runId, fence.epoch, 'the lock connection was lost');
+    const refused = await run(operation, write, fence.runId);
+    if (refused !== undefined) {
+      await leases.forget(fence);
+      throw refused;
+    }
   }
 
   const store: PgStore = {
     schema: names.schema,
     migrate: () => migrate(sql, names).finally(() => (ready = undefined)),
     migrationSql: () => renderMigrationSql(names),
-    create: (init) => run('create a run', () => creations.submit(init)),
+    create: (init) => run('create a run', () => creations.submit(init), init.runId),
     load: (runId) =>
       run('load a run', async () => {
         const found = await loadRun(sql, names, runId);
@@ -192,14 +224,11 @@ export function pgStore(options: PgStoreOptions): PgStore {
         storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
-    save: (runId, epoch, checkpoint) =>
-      fenced(runId, epoch, 'save a checkpoint', () => save(runId, epoch, checkpoint)),
-    append: (runId, epoch, entries) =>
-      fenced(runId, epoch, 'append to the journal', () =>
-        appends.submit({ runId, epoch, entries }),
-      ),
-    updateStatus: (runId, epoch, update) =>
-      fenced(runId, epoch, 'update a status', () => updateStatus(sql, names, runId, epoch, update)),
+    save: (fence, checkpoint) => fenced(fence, 'save a checkpoint', () => save(fence, checkpoint)),
+    append: (fence, entries) =>
+      fenced(fence, 'append to the journal', () => appends.submit({ fence, entries })),
+    updateStatus: (fence, update) =>
+      fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update)),
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
     delete: (runId) => {
       storedItems.forget(runId);
@@ -236,6 +265,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
       run('adopt a child run', async () => {
         const lease = await adoptRun(sql, names, childRunId, parent);
         if (lease === 'missing') throw new RunNotFoundError(childRunId);
+        if (lease === 'not-a-child') throw notAChildError(childRunId, parent.runId);
         return lease;
       }),
     release: async (lease) => {

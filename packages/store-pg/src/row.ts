@@ -7,36 +7,80 @@ export function millis(column: string): string {
   return `floor(extract(epoch FROM ${column}) * 1000)::float8`;
 }
 
+/** The statuses a run never leaves, as a SQL list. */
+export const finalStatusList = `('completed', 'failed', 'cancelled', 'dead_lettered')`;
+
+/**
+ * The columns `runColumns` selects, in order: `decodeRun` reads them by these names, so adding one is one
+ * edit here and one in the select list.
+ */
+const columns = [
+  'run_id',
+  'incarnation',
+  'kind',
+  'name',
+  'signature',
+  'status',
+  'epoch',
+  'snapshot',
+  'output',
+  'error',
+  'owner',
+  'lease_until',
+  'created_at',
+  'updated_at',
+  'recoveries',
+  'cancel_requested',
+  'parent_run_id',
+  'parent_incarnation',
+  'root_run_id',
+  'snapshot_version',
+  'snapshot_items',
+] as const;
+const at = Object.fromEntries(columns.map((name, index) => [name, index])) as Record<
+  (typeof columns)[number],
+  number
+>;
+
 /** How many columns `runColumns` selects. */
-export const runColumnCount = 17;
+export const runColumnCount = columns.length;
 
 /**
  * The select list every query that returns a `RunRecord` uses, in the order `decodeRun` reads, for the runs
- * table under `alias`: it gathers the snapshot's long arrays back from `snapshot_items`.
+ * table under `alias`: it gathers the snapshot's long arrays back from `snapshot_items`, and shows a child
+ * run's lease as its root's (a child is held exactly while its root is).
  */
 export function runColumns(names: Names, alias: string): string {
   const c = (column: string) => `${alias}.${column}`;
-  return [
-    c('run_id'),
-    c('kind'),
-    c('name'),
-    c('signature'),
-    c('status'),
-    `${c('epoch')}::float8`,
-    `${c('snapshot')}::text`,
-    `${c('output')}::text`,
-    `${c('error')}::text`,
-    c('owner'),
-    millis(c('lease_until')),
-    millis(c('created_at')),
-    millis(c('updated_at')),
-    c('recoveries'),
-    c('cancel_requested'),
-    `${c('snapshot_version')}::float8`,
-    `(SELECT coalesce(jsonb_object_agg(g.path, g.items), '{}'::jsonb)::text
+  const ofRoot = (column: string) =>
+    `CASE WHEN ${c('root_run_id')} IS NULL THEN ${c(column)}
+          ELSE (SELECT h.${column} FROM ${names.runs} h WHERE h.run_id = ${c('root_run_id')}) END`;
+  const select: Record<(typeof columns)[number], string> = {
+    run_id: c('run_id'),
+    incarnation: `${c('created_seq')}::text`,
+    kind: c('kind'),
+    name: c('name'),
+    signature: c('signature'),
+    status: c('status'),
+    epoch: `${c('epoch')}::float8`,
+    snapshot: `${c('snapshot')}::text`,
+    output: `${c('output')}::text`,
+    error: `${c('error')}::text`,
+    owner: ofRoot('owner'),
+    lease_until: millis(`(${ofRoot('lease_until')})`),
+    created_at: millis(c('created_at')),
+    updated_at: millis(c('updated_at')),
+    recoveries: c('recoveries'),
+    cancel_requested: c('cancel_requested'),
+    parent_run_id: c('parent_run_id'),
+    parent_incarnation: `${c('parent_incarnation')}::text`,
+    root_run_id: c('root_run_id'),
+    snapshot_version: `${c('snapshot_version')}::float8`,
+    snapshot_items: `(SELECT coalesce(jsonb_object_agg(g.path, g.items), '{}'::jsonb)::text
         FROM (SELECT s.path, jsonb_agg(s.item ORDER BY s.idx) AS items
                 FROM ${names.snapshotItems} s WHERE s.run_id = ${c('run_id')} GROUP BY s.path) g)`,
-  ].join(', ');
+  };
+  return columns.map((name) => select[name]).join(', ');
 }
 
 /** The snapshot version and long arrays a row carried, for the store's record of what is stored. */
@@ -45,13 +89,13 @@ export function storedItemsOf(row: readonly unknown[]): {
   arrays: Record<string, JsonValue[]>;
 } {
   return {
-    version: row[15] as number,
-    arrays: JSON.parse(row[16] as string) as Record<string, JsonValue[]>,
+    version: row[at.snapshot_version] as number,
+    arrays: JSON.parse(row[at.snapshot_items] as string) as Record<string, JsonValue[]>,
   };
 }
 
 function mergeSnapshotOf(row: readonly unknown[]): JsonValue | null {
-  const inline = parseJson(row[6]);
+  const inline = parseJson(row[at.snapshot]);
   const { arrays } = storedItemsOf(row);
   return inline === null || Object.keys(arrays).length === 0
     ? inline
@@ -64,22 +108,30 @@ function parseJson(text: unknown): JsonValue | null {
 
 /** Builds a `RunRecord` from a row selected with `runColumns`. */
 export function decodeRun(row: readonly unknown[]): RunRecord {
+  const parentRunId = row[at.parent_run_id] as string | null;
   const record: RunRecord = {
-    runId: row[0] as string,
-    kind: row[1] as string,
-    name: row[2] as string,
-    signature: row[3] as string,
-    status: row[4] as RunStatus,
-    epoch: row[5] as number,
+    runId: row[at.run_id] as string,
+    incarnation: row[at.incarnation] as string,
+    kind: row[at.kind] as string,
+    name: row[at.name] as string,
+    signature: row[at.signature] as string,
+    status: row[at.status] as RunStatus,
+    epoch: row[at.epoch] as number,
     snapshot: mergeSnapshotOf(row),
-    owner: (row[9] as string | null) ?? null,
-    leaseUntil: (row[10] as number | null) ?? null,
-    createdAt: row[11] as number,
-    updatedAt: row[12] as number,
-    recoveries: row[13] as number,
-    cancelRequested: row[14] as boolean,
+    owner: (row[at.owner] as string | null) ?? null,
+    leaseUntil: (row[at.lease_until] as number | null) ?? null,
+    createdAt: row[at.created_at] as number,
+    updatedAt: row[at.updated_at] as number,
+    recoveries: row[at.recoveries] as number,
+    cancelRequested: row[at.cancel_requested] as boolean,
+    parent:
+      parentRunId === null
+        ? null
+        : { runId: parentRunId, incarnation: row[at.parent_incarnation] as string },
+    rootRunId: (row[at.root_run_id] as string | null) ?? null,
   };
-  if (typeof row[7] === 'string') record.output = parseJson(row[7]) as JsonValue;
-  if (typeof row[8] === 'string') record.error = parseJson(row[8]) as unknown as SerializedError;
+  if (typeof row[at.output] === 'string') record.output = parseJson(row[at.output]) as JsonValue;
+  if (typeof row[at.error] === 'string')
+    record.error = parseJson(row[at.error]) as unknown as SerializedError;
   return record;
 }

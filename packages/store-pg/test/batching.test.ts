@@ -26,12 +26,11 @@ describe('writes of many runs', () => {
     const leases = await Promise.all(
       ids.map((runId) => store.acquire(runId, { owner: 'w', ttlMs: 60_000 })),
     );
-    const epochs = leases.map((lease) => lease!.epoch);
     // One run is written with a stale epoch: it alone is refused.
     const before = writes();
     const results = await Promise.allSettled(
-      ids.map((runId, n) =>
-        store.append(runId, n === 7 ? epochs[n]! + 1 : epochs[n]!, [
+      leases.map((lease, n) =>
+        store.append(n === 7 ? { ...lease!, epoch: lease!.epoch + 1 } : lease!, [
           { seq: 1, type: 'started', effectId: `e-${n}`, at: 1 },
         ]),
       ),
@@ -42,11 +41,12 @@ describe('writes of many runs', () => {
     expect(appendStatements).toBeLessThan(ids.length / 4);
 
     const saved = await Promise.allSettled(
-      ids.map((runId, n) =>
-        store.save(runId, epochs[n]!, {
+      leases.map((lease, n) =>
+        store.save(lease!, {
           status: 'running',
           signature: 's',
           snapshot: { n, messages: Array.from({ length: 5 }, (_, m) => `m${m}`) },
+          journalSeq: 1,
         }),
       ),
     );

@@ -1,25 +1,10 @@
 import { CairnError, LeaseLostError, type JournalEntry } from '@cairn/sdk';
-import { startTcpProxy, useTestDatabase } from '@cairn/testing';
-import postgres, { type Sql } from 'postgres';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { advisoryLocks, connect, createPgHarness, sleep, type PgHarness } from './support.js';
+import { startTcpProxy } from '@cairn/testing';
+import postgres from 'postgres';
+import { describe, expect, it } from 'vitest';
+import { advisoryLocks, sleep, usePgHarnessPerTest } from './support.js';
 
-const database = useTestDatabase({ prefix: 'cairn_faults' });
-let sql: Sql;
-let harness: PgHarness;
-
-beforeAll(() => {
-  sql = connect(database());
-});
-afterAll(async () => {
-  await sql?.end({ timeout: 5 });
-});
-beforeEach(async () => {
-  harness = await createPgHarness(sql);
-});
-afterEach(async () => {
-  await harness.close();
-});
+const pg = usePgHarnessPerTest('cairn_faults');
 
 const long = 60_000;
 const run = (runId: string) => ({
@@ -33,17 +18,16 @@ const marks = (...seqs: number[]): JournalEntry[] =>
   seqs.map((seq) => ({ seq, type: 'started', effectId: `e${seq}`, at: seq }));
 
 async function holderPid(runId: string): Promise<number> {
-  const rows = await sql.unsafe(
-    `select holder_pid from "${harness.schema}".runs where run_id = $1`,
-    [runId],
-  );
+  const rows = await pg
+    .sql()
+    .unsafe(`select holder_pid from "${pg.harness().schema}".runs where run_id = $1`, [runId]);
   return rows[0]!.holder_pid as number;
 }
 
 describe('the lock connection', () => {
   it('fences every run it held within one heartbeat when its backend is terminated', async () => {
-    const a = harness.store();
-    const b = harness.store();
+    const a = pg.harness().store();
+    const b = pg.harness().store();
     await a.create(run('r1'));
     await a.create(run('r2'));
     const l1 = (await a.acquire('r1', { owner: 'a', ttlMs: long }))!;
@@ -51,14 +35,14 @@ describe('the lock connection', () => {
     const pid = await holderPid('r1');
     expect(await holderPid('r2')).toBe(pid);
 
-    await sql`select pg_terminate_backend(${pid}::int, 5000)`;
+    await pg.sql()`select pg_terminate_backend(${pid}::int, 5000)`;
 
     // The next heartbeat of each run fails, and no write of theirs goes through any more.
     await expect(a.renew(l1, long)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(a.renew(l2, long)).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(a.append('r1', l1.epoch, marks(1))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(a.append(l1, marks(1))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(
-      a.save('r2', l2.epoch, { status: 'running', signature: 's', snapshot: {} }),
+      a.save(l2, { status: 'running', signature: 's', snapshot: {}, journalSeq: 0 }),
     ).rejects.toBeInstanceOf(LeaseLostError);
     // The holder's session is gone, so another worker takes over at once, without waiting for the lease.
     const taken = await b.acquire('r1', { owner: 'b', ttlMs: long });
@@ -67,36 +51,42 @@ describe('the lock connection', () => {
     const again = await a.acquire('r2', { owner: 'a', ttlMs: long });
     expect(again?.epoch).toBe(l2.epoch + 1);
     expect(await holderPid('r2')).not.toBe(pid);
-    await a.append('r2', again!.epoch, marks(1));
+    await a.append(again!, marks(1));
     await a.renew(again!, long);
   });
 
-  it('lets a claimer break a holder frozen past its lease, whose next write is then rejected', async () => {
-    const frozen = harness.store();
-    const claimer = harness.store();
+  it('lets a claimer take over a holder frozen past its lease by the lease row alone, fencing its next write', async () => {
+    const frozen = pg.harness().store();
+    const claimer = pg.harness().store();
     await frozen.create(run('r'));
+    await frozen.create(run('other'));
     const lease = (await frozen.acquire('r', { owner: 'frozen', ttlMs: 300 }))!;
-    await frozen.append('r', lease.epoch, marks(1));
+    const other = (await frozen.acquire('other', { owner: 'frozen', ttlMs: long }))!;
+    await frozen.append(lease, marks(1));
     // While the lease is live the lock holds, whoever asks.
     expect(await claimer.acquire('r', { owner: 'claimer', ttlMs: long })).toBeUndefined();
     await sleep(400);
     const pid = await holderPid('r');
     const taken = await claimer.acquire('r', { owner: 'claimer', ttlMs: long });
     expect(taken?.epoch).toBe(lease.epoch + 1);
-    const alive = await sql`select 1 from pg_stat_activity where pid = ${pid}::int`;
-    expect(alive).toHaveLength(0);
+    // The frozen holder's session is never ended to take one run: its other runs go on.
+    const alive = await pg.sql()`select 1 from pg_stat_activity where pid = ${pid}::int`;
+    expect(alive).toHaveLength(1);
+    await frozen.renew(other, long);
+    await frozen.append(other, marks(1));
 
     // The frozen process wakes up: every write and its heartbeat are refused.
-    await expect(frozen.append('r', lease.epoch, marks(2))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(frozen.append(lease, marks(2))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(
-      frozen.save('r', lease.epoch, {
+      frozen.save(lease, {
         status: 'completed',
         signature: 's',
         snapshot: { stale: true },
+        journalSeq: 0,
       }),
     ).rejects.toBeInstanceOf(LeaseLostError);
     await expect(frozen.renew(lease, long)).rejects.toBeInstanceOf(LeaseLostError);
-    await claimer.append('r', taken!.epoch, marks(2));
+    await claimer.append(taken!, marks(2));
     const loaded = await claimer.load('r');
     expect(loaded?.journal.map((entry) => entry.seq)).toEqual([1, 2]);
     expect(loaded?.run).toMatchObject({
@@ -107,14 +97,14 @@ describe('the lock connection', () => {
   });
 
   it('leaves no advisory lock behind after 1,000 claim and release cycles', async () => {
-    const stores = [harness.store(), harness.store()];
+    const stores = [pg.harness().store(), pg.harness().store()];
     const ids = Array.from({ length: 10 }, (_, i) => `cycle-${i}`);
     for (const id of ids) await stores[0]!.create(run(id));
     // A run whose lease row is held by a live session that holds no lock: the claim takes the lock, the
     // epoch bump matches nothing, and the lock must be given back.
     await stores[0]!.create(run('ghost'));
-    await sql.unsafe(
-      `update "${harness.schema}".runs set owner = 'ghost', lease_until = now() + interval '1 hour',
+    await pg.sql().unsafe(
+      `update "${pg.harness().schema}".runs set owner = 'ghost', lease_until = now() + interval '1 hour',
          holder_pid = pg_backend_pid(),
          holder_backend_start = (select backend_start from pg_stat_activity where pid = pg_backend_pid())
        where run_id = 'ghost'`,
@@ -128,21 +118,23 @@ describe('the lock connection', () => {
       if (cycle % 50 === 0) {
         expect(await other.acquire(id, { owner: 'loser', ttlMs: long })).toBeUndefined();
         expect(await other.acquire('ghost', { owner: 'loser', ttlMs: long })).toBeUndefined();
-        expect(await advisoryLocks(sql)).toBe(1);
+        expect(await advisoryLocks(pg.sql())).toBe(1);
       }
       await store.release(lease!);
     }
-    expect(await advisoryLocks(sql)).toBe(0);
-    const epochs = await sql.unsafe(`select sum(epoch)::int as n from "${harness.schema}".runs`);
+    expect(await advisoryLocks(pg.sql())).toBe(0);
+    const epochs = await pg
+      .sql()
+      .unsafe(`select sum(epoch)::int as n from "${pg.harness().schema}".runs`);
     expect(epochs[0]!.n).toBe(1_000);
   }, 120_000);
 });
 
 describe('an unreachable server', () => {
   it('fails with typed retryable errors, then recovers without losing acknowledged writes', async () => {
-    const target = new URL(database().url);
+    const target = new URL(pg.database().url);
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const via = new URL(database().url);
+    const via = new URL(pg.database().url);
     via.hostname = '127.0.0.1';
     via.port = String(proxy.port);
     const flaky = postgres(via.toString(), {
@@ -151,14 +143,14 @@ describe('an unreachable server', () => {
       onnotice: () => undefined,
     });
     try {
-      const store = harness.store({ sql: flaky, lockTimeoutMs: 3_000 });
+      const store = pg.harness().store({ sql: flaky, lockTimeoutMs: 3_000 });
       await store.create(run('r'));
       const lease = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
-      await store.append('r', lease.epoch, marks(1, 2));
+      await store.append(lease, marks(1, 2));
 
       await proxy.cut();
       for (const attempt of [
-        () => store.append('r', lease.epoch, marks(3, 4)),
+        () => store.append(lease, marks(3, 4)),
         () => store.load('r'),
         () => store.create(run('other')),
       ]) {
@@ -174,14 +166,12 @@ describe('an unreachable server', () => {
 
       await proxy.restore();
       // Fenced until claimed again, even though nobody else took the run.
-      await expect(store.append('r', lease.epoch, marks(3, 4))).rejects.toBeInstanceOf(
-        LeaseLostError,
-      );
+      await expect(store.append(lease, marks(3, 4))).rejects.toBeInstanceOf(LeaseLostError);
       const again = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
       expect(again.epoch).toBe(lease.epoch + 1);
       // The write that failed is retried under the new lease, twice, as a retry after an unknown outcome.
-      await store.append('r', again.epoch, marks(3, 4));
-      await store.append('r', again.epoch, marks(3, 4));
+      await store.append(again, marks(3, 4));
+      await store.append(again, marks(3, 4));
       const loaded = await store.load('r');
       expect(loaded?.journal.map((entry) => entry.seq)).toEqual([1, 2, 3, 4]);
       await store.release(again);
@@ -197,7 +187,7 @@ describe('an unreachable server', () => {
     await closed.close();
     const nowhere = postgres({ host: '127.0.0.1', port, connect_timeout: 2, max: 1 });
     try {
-      const store = harness.store({ sql: nowhere, lockTimeoutMs: 2_000 });
+      const store = pg.harness().store({ sql: nowhere, lockTimeoutMs: 2_000 });
       await expect(store.load('r')).rejects.toMatchObject({
         code: 'STORE_UNAVAILABLE',
         retryable: true,

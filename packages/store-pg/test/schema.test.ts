@@ -27,8 +27,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 1 });
-    expect(await store.migrate()).toEqual({ from: 1, to: 1 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 2 });
+    expect(await store.migrate()).toEqual({ from: 2, to: 2 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -43,7 +43,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 1 },
+      data: { version: 99, expected: 2 },
     });
     await store.close();
   });
@@ -89,7 +89,7 @@ describe('a user-configured client', () => {
         snapshot: { snake_case: { inner_key: 1 } },
       });
       const lease = (await store.acquire('r', { owner: 'o', ttlMs: 60_000 }))!;
-      await store.append('r', lease.epoch, [
+      await store.append(lease, [
         {
           seq: 1,
           type: 'settled',

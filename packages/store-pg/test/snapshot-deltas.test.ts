@@ -41,9 +41,10 @@ describe('checkpoints of a growing conversation', () => {
     const perSave: number[] = [];
     for (let length = 2; length <= 60; length += 2) {
       const before = sent();
-      await store.save('grows', lease.epoch, {
+      await store.save(lease, {
         status: 'running',
         signature: 's',
+        journalSeq: 0,
         snapshot: snapshotAt(length),
       });
       perSave.push(sent() - before);
@@ -70,9 +71,10 @@ describe('checkpoints of a growing conversation', () => {
       snapshot: snapshotAt(1),
     });
     const a = (await first.acquire('shared', { owner: 'a', ttlMs: 60_000 }))!;
-    await first.save('shared', a.epoch, {
+    await first.save(a, {
       status: 'running',
       signature: 's',
+      journalSeq: 0,
       snapshot: snapshotAt(10),
     });
     await first.release(a);
@@ -81,9 +83,10 @@ describe('checkpoints of a growing conversation', () => {
     const b = (await second.acquire('shared', { owner: 'b', ttlMs: 60_000 }))!;
     const rewritten = snapshotAt(12);
     rewritten.state.messages[3] = { role: 'assistant', content: 'edited' };
-    await second.save('shared', b.epoch, {
+    await second.save(b, {
       status: 'running',
       signature: 's',
+      journalSeq: 0,
       snapshot: rewritten,
     });
     await second.release(b);
@@ -91,7 +94,7 @@ describe('checkpoints of a growing conversation', () => {
     // The first store's record of what is stored is stale: its next save must not build on it.
     const c = (await first.acquire('shared', { owner: 'a', ttlMs: 60_000 }))!;
     const shorter = snapshotAt(6);
-    await first.save('shared', c.epoch, { status: 'running', signature: 's', snapshot: shorter });
+    await first.save(c, { status: 'running', signature: 's', snapshot: shorter, journalSeq: 0 });
     expect((await second.load('shared'))?.run.snapshot).toEqual(shorter);
     const rows = await sql.unsafe(
       `select count(*)::int as n from "${harness.schema}".snapshot_items where run_id = 'shared'`,
@@ -99,9 +102,10 @@ describe('checkpoints of a growing conversation', () => {
     expect(rows[0]?.n).toBe(6);
 
     // A snapshot whose array shrinks below the split size keeps no rows.
-    await first.save('shared', c.epoch, {
+    await first.save(c, {
       status: 'completed',
       signature: 's',
+      journalSeq: 0,
       snapshot: snapshotAt(2),
       output: 'done',
     });

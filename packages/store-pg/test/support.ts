@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pgStore, type PgStore, type PgStoreOptions } from '@cairn/store-pg';
 import { useTestDatabase, type TestDatabase } from '@cairn/testing';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import postgres, { type Sql } from 'postgres';
 
 /** A fresh migrated schema in the file's database, and every store opened on it. */
@@ -88,4 +88,36 @@ export function watchedSql(
       return Reflect.get(target, key, receiver) as unknown;
     },
   });
+}
+
+/** Gives a test file its own database and each of its tests a fresh migrated schema, dropped after it. */
+export function usePgHarnessPerTest(prefix: string): {
+  database(): TestDatabase;
+  sql(): Sql;
+  harness(): PgHarness;
+} {
+  const database = useTestDatabase({ prefix });
+  let sql: Sql | undefined;
+  let harness: PgHarness | undefined;
+  beforeAll(() => {
+    sql = connect(database());
+  });
+  afterAll(async () => {
+    await sql?.end({ timeout: 5 });
+  });
+  beforeEach(async () => {
+    harness = await createPgHarness(sql!);
+  });
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+  return {
+    database,
+    sql: () => sql!,
+    harness: () => {
+      if (harness === undefined) throw new Error('The harness is used outside a test.');
+      return harness;
+    },
+  };
 }

@@ -1,12 +1,15 @@
+import type { Fence } from '@cairn/sdk';
+
 /** What this store instance knows of a lease it claimed or a child it adopted. */
 export interface Holding {
+  incarnation: string;
   epoch: number;
   /** The token the run hash names while this holder holds it. */
   token: string;
   /** The lease's end on the server's clock, as this holder knows it. */
   until: number;
-  /** For an adopted child: the parent run whose lease (and its renewals) bounds the child's writes. */
-  parent?: string;
+  /** For an adopted child: the root run whose lease (and its renewals) bounds the child's writes. */
+  root?: { runId: string; incarnation: string };
 }
 
 /**
@@ -20,26 +23,38 @@ export class Holdings {
     this.held.set(runId, holding);
   }
 
-  get(runId: string, epoch: number): Holding | undefined {
+  get(runId: string, incarnation: string, epoch: number): Holding | undefined {
     const holding = this.held.get(runId);
-    return holding?.epoch === epoch ? holding : undefined;
+    return holding?.incarnation === incarnation && holding.epoch === epoch ? holding : undefined;
   }
 
-  forget(runId: string, epoch: number): void {
-    if (this.held.get(runId)?.epoch === epoch) this.held.delete(runId);
+  /** Forgets a lease, and the children adopted under it: the runtime never releases those one by one. */
+  forget(runId: string, incarnation: string, epoch: number): void {
+    if (this.get(runId, incarnation, epoch) === undefined) return;
+    this.held.delete(runId);
+    for (const [id, holding] of this.held) {
+      if (
+        holding.root?.runId === runId &&
+        holding.root.incarnation === incarnation &&
+        holding.epoch === epoch
+      )
+        this.held.delete(id);
+    }
   }
 
-  renewed(runId: string, epoch: number, until: number): void {
-    const holding = this.get(runId, epoch);
+  renewed(runId: string, incarnation: string, epoch: number, until: number): void {
+    const holding = this.get(runId, incarnation, epoch);
     if (holding !== undefined) holding.until = until;
   }
 
-  /** The token and deadline a write at `epoch` carries: none when this instance holds no lease at it. */
-  fence(runId: string, epoch: number): { token: string; deadline: string } {
-    const holding = this.get(runId, epoch);
+  /** The token and deadline a write under `fence` carries: none when this instance holds no lease at it. */
+  fence(fence: Fence): { token: string; deadline: string } {
+    const holding = this.get(fence.runId, fence.incarnation, fence.epoch);
     if (holding === undefined) return { token: '', deadline: '' };
-    const parent = holding.parent === undefined ? undefined : this.get(holding.parent, epoch);
-    const until = Math.max(holding.until, parent?.until ?? 0);
-    return { token: holding.token, deadline: String(until) };
+    const root =
+      holding.root === undefined
+        ? undefined
+        : this.get(holding.root.runId, holding.root.incarnation, fence.epoch);
+    return { token: holding.token, deadline: String(Math.max(holding.until, root?.until ?? 0)) };
   }
 }

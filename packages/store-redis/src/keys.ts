@@ -20,6 +20,8 @@ export interface RunKeys {
   run: string;
   journal: string;
   lease: string;
+  /** The set of the run's child run ids, so deleting the run can find them. */
+  children: string;
 }
 
 /** How the store names its keys under one prefix. */
@@ -56,7 +58,12 @@ export function keySpace(prefix: string): KeySpace {
     prefix,
     run(runId) {
       const base = `${prefix}:{${hashTag(runId)}}`;
-      return { run: `${base}:run`, journal: `${base}:journal`, lease: `${base}:lease` };
+      return {
+        run: `${base}:run`,
+        journal: `${base}:journal`,
+        lease: `${base}:lease`,
+        children: `${base}:children`,
+      };
     },
     index,
     indexes: () => allStatuses.map(index),

@@ -31,12 +31,30 @@ function required(fields: Map<string, string>, name: string): string {
   return value;
 }
 
-/** The `RunRecord` a run hash holds. */
-export function toRecord(fields: Map<string, string>): RunRecord {
-  const owner = fields.get('owner');
-  const leaseUntil = fields.get('leaseUntil');
+/** The root run that holds a child run, from the child's hash; undefined for a run that is not a child. */
+export function rootOf(
+  fields: Map<string, string>,
+): { runId: string; incarnation: string } | undefined {
+  const runId = fields.get('rootId');
+  const incarnation = fields.get('rootInc');
+  return runId === undefined || incarnation === undefined ? undefined : { runId, incarnation };
+}
+
+/**
+ * The `RunRecord` a run hash holds. A child run is held by its root's lease, so its `owner` and `leaseUntil`
+ * are read from `root`, the root's hash fields (`incarnation`, `owner`, `leaseUntil`), when it is still the
+ * incarnation the child names.
+ */
+export function toRecord(fields: Map<string, string>, root?: Map<string, string>): RunRecord {
+  const rootRun = rootOf(fields);
+  const leaseFields = rootRun === undefined ? fields : root;
+  const current = rootRun === undefined || leaseFields?.get('incarnation') === rootRun.incarnation;
+  const owner = current ? leaseFields?.get('owner') : undefined;
+  const leaseUntil = leaseFields?.get('leaseUntil');
+  const parentId = fields.get('parentId');
   const record: RunRecord = {
     runId: required(fields, 'runId'),
+    incarnation: required(fields, 'incarnation'),
     kind: required(fields, 'kind'),
     name: required(fields, 'name'),
     signature: required(fields, 'signature'),
@@ -47,6 +65,11 @@ export function toRecord(fields: Map<string, string>): RunRecord {
     leaseUntil: owner !== undefined && leaseUntil !== undefined ? Number(leaseUntil) : null,
     recoveries: Number(fields.get('recoveries') ?? 0),
     cancelRequested: fields.get('cancel') === '1',
+    parent:
+      parentId === undefined
+        ? null
+        : { runId: parentId, incarnation: required(fields, 'parentInc') },
+    rootRunId: rootRun?.runId ?? null,
     createdAt: Number(required(fields, 'createdAt')),
     updatedAt: Number(required(fields, 'updatedAt')),
   };
@@ -57,7 +80,7 @@ export function toRecord(fields: Map<string, string>): RunRecord {
   return record;
 }
 
-/** The journal entries of a run, from its list. */
+/** The journal entries of a run, from its sorted set (already in seq order). */
 export function toJournal(reply: unknown): JournalEntry[] {
   return Array.isArray(reply)
     ? reply.map((entry) => JSON.parse(String(entry)) as JournalEntry)

@@ -1,30 +1,27 @@
-import { randomBytes } from 'node:crypto';
 import {
-  CairnError,
   claimableStatuses,
+  LeaseHeldError,
   LeaseLostError,
   RunNotFoundError,
   terminalStatuses,
   type ClaimableOptions,
   type DurableStore,
-  type Lease,
+  type Fence,
   type RunFilter,
   type RunRecord,
   type RunStatus,
 } from '@cairn/sdk';
 import type { Cluster, Redis } from 'ioredis';
-import { Gate, type RedisClient } from './client.js';
+import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
+import { Gate, type LuaScript, type RedisClient } from './client.js';
+import { runScript, scriptKeys, serverNow, type Reply, type StoreContext } from './context.js';
 import { Holdings } from './holdings.js';
 import { indexedIds, moveInIndexes, statusList } from './indexes.js';
-import { keySpace, type KeySpace } from './keys.js';
-import { acquireLease } from './lua/acquire.js';
-import { adoptRun } from './lua/adopt.js';
+import { keySpace } from './keys.js';
+import { leaseOperations, nonce } from './leases.js';
 import { appendJournal } from './lua/append.js';
 import { createRun } from './lua/create.js';
-import { deleteRun } from './lua/delete.js';
 import { loadRun } from './lua/load.js';
-import { releaseLease } from './lua/release.js';
-import { renewLease } from './lua/renew.js';
 import { requestCancel } from './lua/request-cancel.js';
 import { saveCheckpoint } from './lua/save.js';
 import { updateRunStatus } from './lua/update-status.js';
@@ -38,8 +35,7 @@ export interface RedisStoreOptions {
   prefix?: string;
   /**
    * Once a run reaches a final status (completed, failed, cancelled, dead-lettered) its keys expire after this
-   * many milliseconds; a run that leaves the final status is kept again. @defaultValue undefined (kept until
-   * deleted or pruned)
+   * many milliseconds. @defaultValue undefined (kept until deleted or pruned)
    */
   settledTtlMs?: number;
   /** How long one call waits for the client to be ready and Redis to answer before `STORE_UNAVAILABLE`. @defaultValue 10000 */
@@ -58,83 +54,101 @@ export interface PruneOptions {
 export interface RedisStore extends DurableStore, AsyncDisposable {
   /** The key prefix this store uses. */
   readonly prefix: string;
-  /** Deletes runs last updated before `olderThan`, never one with a live lease; returns how many. */
+  /**
+   * Deletes runs last updated before `olderThan` with their child runs, never one a live lease holds; returns
+   * how many.
+   */
   prune(options: PruneOptions): Promise<number>;
   /** Ends the connections `subscribe` opened. Leaves `client` open. */
   close(): Promise<void>;
 }
 
-type Reply = [string, ...unknown[]];
 const pageSize = 200;
 
-function refusal(runId: string, epoch: number, reason: string): LeaseLostError {
-  if (reason === 'missing') return new LeaseLostError(runId, epoch, 'the run no longer exists');
-  if (reason === 'late')
-    return new LeaseLostError(runId, epoch, 'its lease ran out before the write reached Redis');
-  return new LeaseLostError(runId, epoch);
+function refusal(fence: Fence, reply: Reply): LeaseLostError {
+  const { runId, epoch } = fence;
+  switch (reply[0]) {
+    case 'missing':
+      return new LeaseLostError(runId, epoch, 'the run no longer exists');
+    case 'recreated':
+      return new LeaseLostError(runId, epoch, 'the run was deleted and created again');
+    case 'root':
+      return new LeaseLostError(
+        runId,
+        epoch,
+        `the lease of its root run "${fence.root?.runId ?? ''}" was lost`,
+      );
+    case 'late':
+      return new LeaseLostError(runId, epoch, 'its lease ran out before the write reached Redis');
+    case 'ended':
+      return new LeaseLostError(runId, epoch, `the run already ended ${String(reply[1])}`);
+    case 'older':
+      return new LeaseLostError(runId, epoch, 'a newer checkpoint is stored');
+    default:
+      return new LeaseLostError(runId, epoch);
+  }
 }
 
 const json = (value: unknown) => (value === undefined ? '' : JSON.stringify(value));
-const nonce = () => randomBytes(8).toString('hex');
 
 /**
  * Creates a store on Redis over the caller's ioredis client (standalone, Sentinel or Cluster). Every write is
- * a Lua script fenced by the lease epoch; all of a run's keys share the hash tag of its id.
+ * a Lua script fenced by the run's incarnation and lease epoch; all of a run's keys share the hash tag of its
+ * id.
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  const keys: KeySpace = keySpace(options.prefix ?? 'cairn');
+  const keys = keySpace(options.prefix ?? 'cairn');
   const timeoutMs = options.timeoutMs ?? 10_000;
   const gate = new Gate(options.client, keys.prefix, timeoutMs);
+  // On a single node the scripts update the status indexes themselves; on Cluster the store does, after.
+  const ctx: StoreContext = { gate, keys, cluster: gate.isCluster, holdings: new Holdings() };
+  const { cluster, holdings } = ctx;
   const settledTtl =
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
-  const holdings = new Holdings();
   const subscribers = new Set<RedisClient>();
-  // On a single node the scripts update the status indexes themselves; on Cluster the store does, after.
-  const cluster = gate.isCluster;
-
-  const runKeys = (runId: string, indexed = true): string[] => {
-    const k = keys.run(runId);
-    return indexed && !cluster
-      ? [k.run, k.journal, k.lease, ...keys.indexes()]
-      : [k.run, k.journal, k.lease];
-  };
-  const script = async (
-    operation: string,
-    lua: Parameters<Gate['script']>[1],
-    runId: string,
-    args: string[],
-  ) => (await gate.script(operation, lua, runKeys(runId), args)) as Reply;
 
   async function fenced(
     operation: string,
-    lua: Parameters<Gate['script']>[1],
-    runId: string,
-    epoch: number,
+    lua: LuaScript,
+    fence: Fence,
     args: string[],
     status?: RunStatus,
   ): Promise<void> {
-    const { token, deadline } = holdings.fence(runId, epoch);
-    const reply = await script(operation, lua, runId, [
-      String(epoch),
-      token,
-      deadline,
-      settledTtl,
-      ...args,
-    ]);
-    if (reply[0] !== 'ok') throw refusal(runId, epoch, reply[0]);
+    // A child's write must find its root still at the fence's epoch. A single node checks it in the write's
+    // script; on Cluster the root is in another slot and is read just before, and a holder frozen between
+    // the read and the write is refused by its deadline.
+    const { root } = fence;
+    if (root !== undefined && cluster && !(await rootCurrent(ctx, root, fence.epoch)))
+      throw refusal(fence, ['root']);
+    const { token, deadline } = holdings.fence(fence);
+    const rootHash = root === undefined ? undefined : keys.run(root.runId).run;
+    const reply = await runScript(
+      ctx,
+      operation,
+      lua,
+      fence.runId,
+      [
+        String(fence.epoch),
+        token,
+        deadline,
+        settledTtl,
+        fence.incarnation,
+        root?.incarnation ?? '',
+        ...args,
+      ],
+      rootHash === undefined ? undefined : [rootHash, rootHash],
+    );
+    if (reply[0] !== 'ok') throw refusal(fence, reply);
     if (cluster && status !== undefined && reply[1] !== status) {
-      await moveInIndexes(gate, keys, runId, status, String(reply[2]));
+      await moveInIndexes(gate, keys, fence.runId, status, String(reply[2]));
     }
   }
 
-  async function readRecords(ids: string[]): Promise<(RunRecord | undefined)[]> {
+  async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
     return Promise.all(
-      ids.map(async (id) => {
-        const fields = hashFields(
-          await gate.call('read a run', (client) => client.hgetall(keys.run(id).run)),
-        );
-        return fields.size === 0 ? undefined : toRecord(fields);
-      }),
+      ids.map(async (id) =>
+        hashFields(await gate.call('read a run', (client) => client.hgetall(keys.run(id).run))),
+      ),
     );
   }
 
@@ -144,93 +158,103 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keep: (record: RunRecord) => boolean,
     limit: number,
   ): Promise<RunRecord[]> {
-    const found: RunRecord[] = [];
-    if (limit <= 0 || statuses.length === 0) return found;
+    const found: Map<string, string>[] = [];
+    if (limit <= 0 || statuses.length === 0) return [];
     let batch: string[] = [];
     const flush = async () => {
-      for (const record of await readRecords(batch)) {
-        if (
-          record !== undefined &&
-          statuses.includes(record.status) &&
-          keep(record) &&
-          found.length < limit
-        )
-          found.push(record);
+      for (const fields of await readHashes(batch)) {
+        if (fields.size === 0 || found.length >= limit) continue;
+        const record = toRecord(fields);
+        if (statuses.includes(record.status) && keep(record)) found.push(fields);
       }
       batch = [];
     };
     for await (const id of indexedIds(gate, keys, statuses, pageSize)) {
       batch.push(id);
       if (batch.length >= Math.min(pageSize, limit - found.length)) await flush();
-      if (found.length >= limit) return found;
+      if (found.length >= limit) break;
     }
     await flush();
-    return found;
-  }
-
-  async function serverNow(): Promise<number> {
-    const [seconds, micros] = await gate.call('read the server clock', (client) => client.time());
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return toRecords(ctx, found);
   }
 
   const store: RedisStore = {
     prefix: keys.prefix,
 
     async create(init) {
-      const status = init.status ?? 'running';
-      const reply = await script('create a run', createRun, init.runId, [
+      const { parent } = init;
+      // On Cluster the parent is checked, and learns of its child, in its own slot first.
+      const root =
+        parent !== undefined && cluster ? await linkToParent(ctx, init.runId, parent) : ['', ''];
+      const parentKeys = parent === undefined ? undefined : keys.run(parent.runId);
+      const reply = await runScript(
+        ctx,
+        'create a run',
+        createRun,
         init.runId,
-        init.kind,
-        init.name,
-        init.signature,
-        JSON.stringify(init.snapshot),
-        status,
-        keys.channel,
-      ]);
+        [
+          init.runId,
+          init.kind,
+          init.name,
+          init.signature,
+          JSON.stringify(init.snapshot),
+          init.status ?? 'running',
+          keys.channel,
+          nonce(),
+          parent?.runId ?? '',
+          parent?.incarnation ?? '',
+          ...root,
+        ],
+        parentKeys === undefined ? undefined : [parentKeys.run, parentKeys.children],
+      );
+      if (reply[0] === 'missing') throw new RunNotFoundError(parent?.runId ?? init.runId);
       const fields = hashFields(reply[1]);
-      const run = toRecord(fields);
-      if (cluster)
-        await moveInIndexes(gate, keys, init.runId, run.status, fields.get('order') ?? '0');
-      return { created: reply[0] === 'created', run };
+      const [run] = await toRecords(ctx, [fields]);
+      if (reply[0] === 'created') {
+        if (cluster)
+          await moveInIndexes(gate, keys, init.runId, run!.status, fields.get('order') ?? '0');
+        // A child left by an earlier incarnation of the parent was replaced: its own children go too.
+        if (reply[2] !== '') await deleteChildren(ctx, init.runId, String(reply[2]), reply[3]);
+      }
+      return { created: reply[0] === 'created', run: run! };
     },
 
     async load(runId) {
-      const reply = (await gate.script('load a run', loadRun, runKeys(runId, false), [])) as Reply;
+      const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
-      return { run: toRecord(hashFields(reply[1])), journal: toJournal(reply[2]) };
+      const [run] = await toRecords(ctx, [hashFields(reply[1])]);
+      return { run: run!, journal: toJournal(reply[2]) };
     },
 
-    save: (runId, epoch, checkpoint) =>
+    save: (fence, checkpoint) =>
       fenced(
         'save a checkpoint',
         saveCheckpoint,
-        runId,
-        epoch,
+        fence,
         [
           checkpoint.status,
           checkpoint.signature,
           JSON.stringify(checkpoint.snapshot),
           json(checkpoint.output),
           json(checkpoint.error),
+          String(checkpoint.journalSeq),
         ],
         checkpoint.status,
       ),
 
-    append: (runId, epoch, entries) =>
+    append: (fence, entries) =>
       fenced(
         'append to the journal',
         appendJournal,
-        runId,
-        epoch,
+        fence,
         entries.flatMap((entry) => [String(entry.seq), JSON.stringify(entry)]),
       ),
 
-    updateStatus: (runId, epoch, update) =>
+    updateStatus: (fence, update) =>
       fenced(
         'update a status',
         updateRunStatus,
-        runId,
-        epoch,
+        fence,
         [update.status, json(update.error)],
         update.status,
       ),
@@ -245,16 +269,16 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ),
 
     async delete(runId) {
-      const reply = await script('delete a run', deleteRun, runId, []);
-      if (cluster) await moveInIndexes(gate, keys, runId, undefined, '0');
-      return reply[0] === 'deleted';
+      const outcome = await deleteTree(ctx, runId, { mode: 'delete' });
+      if (outcome === 'held') throw new LeaseHeldError(runId);
+      return outcome === 'deleted';
     },
 
     async requestCancel(runId) {
       const flagged = await gate.script(
         'request a cancellation',
         requestCancel,
-        runKeys(runId, false),
+        scriptKeys(ctx, runId),
         [],
       );
       return flagged === 1;
@@ -268,118 +292,26 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       for await (const id of indexedIds(gate, keys, statuses, pageSize)) ids.push(id);
       let deleted = 0;
       for (let i = 0; i < ids.length; i += pageSize) {
-        const replies = await Promise.all(
-          ids.slice(i, i + pageSize).map(async (id) => {
-            // A run whose keys expired (settledTtlMs) left its index entry behind: the script drops it on a
-            // single node, the store on Cluster.
-            const reply = await script('prune runs', deleteRun, id, [before, id, ...statuses]);
-            if (cluster && reply[0] !== 'kept') await moveInIndexes(gate, keys, id, undefined, '0');
-            return reply[0];
-          }),
+        // A run whose keys expired (settledTtlMs) left its index entry behind: pruning drops it.
+        const outcomes = await Promise.all(
+          ids
+            .slice(i, i + pageSize)
+            .map((id) => deleteTree(ctx, id, { mode: 'prune', before, statuses })),
         );
-        deleted += replies.filter((reply) => reply === 'deleted').length;
+        deleted += outcomes.filter((outcome) => outcome === 'deleted').length;
       }
       return deleted;
     },
 
-    async acquire(runId, { owner, ttlMs, reclaimOwn }) {
-      if (!(ttlMs > 0))
-        throw new CairnError('INVALID_ARGUMENT', `ttlMs must be positive, got ${ttlMs}.`);
-      const reply = await script('claim a run', acquireLease, runId, [
-        owner,
-        String(Math.ceil(ttlMs)),
-        nonce(),
-        reclaimOwn === true ? '1' : '0',
-      ]);
-      if (reply[0] === 'missing') throw new RunNotFoundError(runId);
-      if (reply[0] !== 'ok') return undefined;
-      const [, epoch, leaseUntil, recoveries, cancel, token] = reply.map(String);
-      const lease: Lease = {
-        runId,
-        owner,
-        epoch: Number(epoch),
-        leaseUntil: Number(leaseUntil),
-        recoveries: Number(recoveries),
-        cancelRequested: cancel === '1',
-      };
-      holdings.set(runId, { epoch: lease.epoch, token: token ?? '', until: lease.leaseUntil });
-      return lease;
-    },
-
-    async renew(lease, ttlMs) {
-      if (!(ttlMs > 0))
-        throw new CairnError('INVALID_ARGUMENT', `ttlMs must be positive, got ${ttlMs}.`);
-      const held = holdings.get(lease.runId, lease.epoch);
-      const deadline = Math.max(lease.leaseUntil, held?.until ?? 0);
-      const reply = await script('renew a lease', renewLease, lease.runId, [
-        held?.token ?? '',
-        String(lease.epoch),
-        lease.owner,
-        String(Math.ceil(ttlMs)),
-        String(deadline),
-      ]);
-      // A lost lease stays in `holdings`: the holder's later writes keep carrying its token and are refused,
-      // even when lost data makes the same epoch number come round again.
-      if (reply[0] !== 'ok') {
-        throw reply[0] === 'late'
-          ? new LeaseLostError(
-              lease.runId,
-              lease.epoch,
-              'the renewal reached Redis after the lease ran out',
-            )
-          : new LeaseLostError(lease.runId, lease.epoch);
-      }
-      const leaseUntil = Number(reply[1]);
-      holdings.renewed(lease.runId, lease.epoch, leaseUntil);
-      return { ...lease, leaseUntil, cancelRequested: String(reply[2]) === '1' };
-    },
-
-    async release(lease) {
-      const token = holdings.get(lease.runId, lease.epoch)?.token ?? '';
-      await script('release a lease', releaseLease, lease.runId, [
-        String(lease.epoch),
-        lease.owner,
-        token,
-        keys.channel,
-      ]);
-      holdings.forget(lease.runId, lease.epoch);
-    },
-
-    async adopt(childRunId, parent) {
-      const held = holdings.get(parent.runId, parent.epoch);
-      const token = held?.token ?? `${parent.epoch}:${nonce()}:${parent.owner}`;
-      const until = Math.max(parent.leaseUntil, held?.until ?? 0);
-      const reply = await script('adopt a child run', adoptRun, childRunId, [
-        String(parent.epoch),
-        parent.owner,
-        String(until),
-        token,
-        String(until),
-      ]);
-      if (reply[0] === 'missing') throw new RunNotFoundError(childRunId);
-      if (reply[0] === 'newer') return undefined;
-      if (reply[0] !== 'ok') {
-        throw new LeaseLostError(
-          parent.runId,
-          parent.epoch,
-          'its lease ran out before the adoption reached Redis',
-        );
-      }
-      holdings.set(childRunId, { epoch: parent.epoch, token, until, parent: parent.runId });
-      return {
-        runId: childRunId,
-        owner: parent.owner,
-        epoch: parent.epoch,
-        leaseUntil: parent.leaseUntil,
-      };
-    },
+    ...leaseOperations(ctx, keys.channel),
 
     async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {
       if (definitions.length === 0 || limit <= 0) return [];
-      const now = await serverNow();
+      const now = await serverNow(ctx);
       const runs = await scan(
         claimableStatuses,
         (record) =>
+          record.rootRunId === null &&
           definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
           (record.owner === null ||
             record.leaseUntil === null ||

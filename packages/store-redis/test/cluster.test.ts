@@ -1,8 +1,7 @@
 import { describeStoreConformance } from '@cairn/testing';
 import { redisStore } from '@cairn/store-redis';
-import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noRedisServer, startOwnRedis, type OwnRedis } from './redis-server.js';
+import { noRedisServer, startOwnCluster, type OwnCluster } from './redis-server.js';
 import { connect, deleteKeys, skippedBecause, sleep, uniquePrefix } from './support.js';
 
 // A one-node Redis Cluster owning every slot: Cluster refuses a script whose keys span slots, so the whole
@@ -12,33 +11,16 @@ const reason = noRedisServer();
 if (reason !== undefined) {
   skippedBecause(reason);
 } else {
-  let server: OwnRedis;
-  const clusters: Cluster[] = [];
+  let server: OwnCluster;
   beforeAll(async () => {
-    server = await startOwnRedis({
-      extra: ['--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1'],
-    });
-    const admin = await connect(server.url);
-    await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-    while (!String(await admin.call('CLUSTER', 'INFO')).includes('cluster_state:ok'))
-      await sleep(50);
-    admin.disconnect();
+    server = await startOwnCluster();
   });
   afterAll(async () => {
-    for (const cluster of clusters) cluster.disconnect();
     await server?.stop();
   });
 
-  async function openCluster(): Promise<Cluster> {
-    const cluster = new Cluster([{ host: '127.0.0.1', port: server.port }]);
-    cluster.on('error', () => undefined);
-    clusters.push(cluster);
-    if (cluster.status !== 'ready') await new Promise((resolve) => cluster.once('ready', resolve));
-    return cluster;
-  }
-
   it('refuses a script that spans slots (so the suite below proves the hash tags)', async () => {
-    const cluster = await openCluster();
+    const cluster = await server.open();
     await expect(
       cluster.eval("return redis.call('GET', KEYS[2])", 2, '{a}x', '{b}y'),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
@@ -48,7 +30,7 @@ if (reason !== undefined) {
     const prefix = uniquePrefix('cluster');
     const shortTtlMs = 200;
     return {
-      store: async () => redisStore({ client: await openCluster(), prefix }),
+      store: async () => redisStore({ client: await server.open(), prefix }),
       shortTtlMs,
       expireLeases: () => sleep(shortTtlMs + 100),
       close: async () => {

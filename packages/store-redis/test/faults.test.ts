@@ -63,26 +63,24 @@ if (reason !== undefined) {
       const claimer = await harness.store();
       await paused.create(run('r'));
       const lease = (await paused.acquire('r', { owner: 'paused', ttlMs: 200 }))!;
-      await paused.append('r', lease.epoch, marks(1));
+      await paused.append(lease, marks(1));
       await sleep(300);
       const taken = (await claimer.acquire('r', { owner: 'claimer', ttlMs: long }))!;
       expect(taken.epoch).toBe(lease.epoch + 1);
       expect(taken.recoveries).toBe(1);
 
       // The paused process wakes up: each Lua write checks the epoch first and refuses.
-      await expect(paused.append('r', lease.epoch, marks(2))).rejects.toBeInstanceOf(
+      await expect(paused.append(lease, marks(2))).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(
+        paused.save(lease, { status: 'completed', signature: 's', snapshot: {}, journalSeq: 1 }),
+      ).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(paused.updateStatus(lease, { status: 'cancelled' })).rejects.toBeInstanceOf(
         LeaseLostError,
       );
-      await expect(
-        paused.save('r', lease.epoch, { status: 'completed', signature: 's', snapshot: {} }),
-      ).rejects.toBeInstanceOf(LeaseLostError);
-      await expect(
-        paused.updateStatus('r', lease.epoch, { status: 'cancelled' }),
-      ).rejects.toBeInstanceOf(LeaseLostError);
       await expect(paused.renew(lease, long)).rejects.toBeInstanceOf(LeaseLostError);
       await paused.release(lease);
 
-      await claimer.append('r', taken.epoch, marks(2));
+      await claimer.append(taken, marks(2));
       expect(await seqs(claimer, 'r')).toEqual([1, 2]);
       expect((await claimer.load('r'))?.run).toMatchObject({
         owner: 'claimer',
@@ -95,14 +93,14 @@ if (reason !== undefined) {
       const paused = await harness.store();
       await paused.create(run('r'));
       const lease = (await paused.acquire('r', { owner: 'paused', ttlMs: 200 }))!;
-      await paused.append('r', lease.epoch, marks(1));
+      await paused.append(lease, marks(1));
       await sleep(300);
-      await expect(paused.append('r', lease.epoch, marks(2))).rejects.toThrow(/lease ran out/);
+      await expect(paused.append(lease, marks(2))).rejects.toThrow(/lease ran out/);
       await expect(paused.renew(lease, long)).rejects.toBeInstanceOf(LeaseLostError);
       expect(await seqs(paused, 'r')).toEqual([1]);
       // Claiming it again is how the holder carries on.
       const again = (await paused.acquire('r', { owner: 'paused', ttlMs: long }))!;
-      await paused.append('r', again.epoch, marks(2));
+      await paused.append(again, marks(2));
       expect(await seqs(paused, 'r')).toEqual([1, 2]);
     });
   });
@@ -129,10 +127,10 @@ if (reason !== undefined) {
       const direct = await harness.store();
       await store.create(run('r'));
       const lease = (await store.acquire('r', { owner: 'w', ttlMs: 300 }))!;
-      await store.append('r', lease.epoch, marks(1));
+      await store.append(lease, marks(1));
 
       proxy.hold('toServer');
-      const write = outcome(store.append('r', lease.epoch, marks(2, 3)));
+      const write = outcome(store.append(lease, marks(2, 3)));
       const renewal = outcome(store.renew(lease, long));
       await sleep(400);
       proxy.release();
@@ -149,12 +147,12 @@ if (reason !== undefined) {
     it('sends nothing while the client is offline, so nothing is applied late', async () => {
       await store.create(run('r'));
       const lease = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
-      await store.append('r', lease.epoch, marks(1));
+      await store.append(lease, marks(1));
       await proxy.cut();
       await until(client, 'reconnecting');
 
       for (const attempt of [
-        () => store.append('r', lease.epoch, marks(2)),
+        () => store.append(lease, marks(2)),
         () => store.renew(lease, long),
         () => store.acquire('r', { owner: 'other', ttlMs: long }),
         () => store.load('r'),
@@ -170,7 +168,7 @@ if (reason !== undefined) {
       await sleep(100);
       expect(await seqs(store, 'r')).toEqual([1]);
       const renewed = await store.renew(lease, long);
-      await store.append('r', renewed.epoch, marks(2));
+      await store.append(renewed, marks(2));
       expect(await seqs(store, 'r')).toEqual([1, 2]);
     });
 
@@ -178,10 +176,10 @@ if (reason !== undefined) {
       const direct = await harness.store();
       await store.create(run('r'));
       const lease = (await store.acquire('r', { owner: 'w', ttlMs: 1_000 }))!;
-      await store.append('r', lease.epoch, marks(1, 2));
+      await store.append(lease, marks(1, 2));
 
       proxy.hold('toServer');
-      const write = outcome(store.append('r', lease.epoch, marks(3, 4)));
+      const write = outcome(store.append(lease, marks(3, 4)));
       await sleep(50);
       await proxy.cut();
       const error = await write;
@@ -201,10 +199,10 @@ if (reason !== undefined) {
       const direct = await harness.store();
       await store.create(run('r'));
       const lease = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
-      await store.append('r', lease.epoch, marks(1, 2));
+      await store.append(lease, marks(1, 2));
 
       proxy.hold('toClient');
-      const write = outcome(store.append('r', lease.epoch, marks(3, 4, 5)));
+      const write = outcome(store.append(lease, marks(3, 4, 5)));
       for (let i = 0; i < 100 && (await seqs(direct, 'r'))?.length !== 5; i += 1) await sleep(20);
       await proxy.cut();
       expect(await write).toMatchObject({ code: 'STORE_UNAVAILABLE', retryable: true });
@@ -212,7 +210,7 @@ if (reason !== undefined) {
 
       await proxy.restore();
       await until(client, 'ready');
-      await store.append('r', lease.epoch, marks(3, 4, 5));
+      await store.append(lease, marks(3, 4, 5));
       expect(await seqs(direct, 'r')).toEqual([1, 2, 3, 4, 5]);
     });
   });

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 
 /** A `redis-server` child process of this test file, with AOF in a temporary directory. */
 export interface OwnRedis {
@@ -99,6 +99,46 @@ export async function startOwnRedis(
     async stop() {
       await halt('SIGTERM');
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A one-node Redis Cluster owning every slot, and a way to open clients of it. */
+export interface OwnCluster {
+  url: string;
+  /** A `Cluster` client, ready; closed by `stop`. */
+  open(): Promise<Cluster>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a one-node Redis Cluster: Cluster refuses a script whose keys span slots, so a store that works on it
+ * keeps each script within its run's slot.
+ */
+export async function startOwnCluster(): Promise<OwnCluster> {
+  const server = await startOwnRedis({
+    extra: ['--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1'],
+  });
+  const admin = new Redis(server.url);
+  admin.on('error', () => undefined);
+  await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+  while (!String(await admin.call('CLUSTER', 'INFO')).includes('cluster_state:ok'))
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  admin.disconnect();
+  const clusters: Cluster[] = [];
+  return {
+    url: server.url,
+    async open() {
+      const cluster = new Cluster([{ host: '127.0.0.1', port: server.port }]);
+      cluster.on('error', () => undefined);
+      clusters.push(cluster);
+      if (cluster.status !== 'ready')
+        await new Promise((resolve) => cluster.once('ready', resolve));
+      return cluster;
+    },
+    async stop() {
+      for (const cluster of clusters) cluster.disconnect();
+      await server.stop();
     },
   };
 }

@@ -51,10 +51,10 @@ if (reason !== undefined) {
       } = await stores(3);
       await a!.create(run('r'));
       const first = (await a!.acquire('r', { owner: 'a', ttlMs: long }))!;
-      await a!.append('r', first.epoch, marks(1, 2));
+      await a!.append(first, marks(1, 2));
       await a!.release(first);
       const second = (await b!.acquire('r', { owner: 'b', ttlMs: long }))!;
-      await b!.append('r', second.epoch, marks(3));
+      await b!.append(second, marks(3));
 
       await server.restart(signal);
       await Promise.all(opened.map(ready));
@@ -65,13 +65,13 @@ if (reason !== undefined) {
       // The lease survived: nobody else may claim, the holder renews and writes on.
       expect(await c!.acquire('r', { owner: 'c', ttlMs: long })).toBeUndefined();
       const renewed = await b!.renew(second, long);
-      await b!.append('r', renewed.epoch, marks(4));
+      await b!.append(renewed, marks(4));
       await b!.release(renewed);
       // The epoch goes on from where it was, so the old holder stays fenced.
       const third = (await c!.acquire('r', { owner: 'c', ttlMs: long }))!;
       expect(third.epoch).toBe(second.epoch + 1);
-      await expect(a!.append('r', first.epoch, marks(5))).rejects.toBeInstanceOf(LeaseLostError);
-      await expect(b!.append('r', second.epoch, marks(5))).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(a!.append(first, marks(5))).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(b!.append(second, marks(5))).rejects.toBeInstanceOf(LeaseLostError);
       await expect(b!.renew(renewed, long)).rejects.toBeInstanceOf(LeaseLostError);
     });
   });
@@ -84,11 +84,11 @@ if (reason !== undefined) {
       } = await stores(2);
       await old!.create(run('r'));
       const lease = (await old!.acquire('r', { owner: 'w', ttlMs: long }))!;
-      await old!.append('r', lease.epoch, marks(1));
+      await old!.append(lease, marks(1));
 
       await admin!.flushall();
 
-      await expect(old!.append('r', lease.epoch, marks(2))).rejects.toThrow(/no longer exists/);
+      await expect(old!.append(lease, marks(2))).rejects.toThrow(/no longer exists/);
       await expect(old!.renew(lease, long)).rejects.toBeInstanceOf(LeaseLostError);
       expect(await old!.load('r')).toBeUndefined();
       await expect(next!.acquire('r', { owner: 'w', ttlMs: long })).rejects.toMatchObject({
@@ -96,21 +96,27 @@ if (reason !== undefined) {
       });
 
       // The run is created again, as a client would: its first claim is epoch 1 again, under the same owner
-      // name even, but with a new token, so the old holder's writes and renewals still find no lease.
+      // name even, but in a new incarnation with a new token, so the old holder's writes and renewals are
+      // refused.
       await next!.create(run('r'));
       const again = (await next!.acquire('r', { owner: 'w', ttlMs: long }))!;
       expect(again.epoch).toBe(lease.epoch);
       for (const write of [
-        () => old!.append('r', lease.epoch, marks(2)),
+        () => old!.append(lease, marks(2)),
         () =>
-          old!.save('r', lease.epoch, { status: 'completed', signature: 's', snapshot: 'stale' }),
-        () => old!.updateStatus('r', lease.epoch, { status: 'cancelled' }),
+          old!.save(lease, {
+            status: 'completed',
+            signature: 's',
+            snapshot: 'stale',
+            journalSeq: 1,
+          }),
+        () => old!.updateStatus(lease, { status: 'cancelled' }),
         () => old!.renew(lease, long),
       ]) {
         await expect(write()).rejects.toBeInstanceOf(LeaseLostError);
       }
       await old!.release(lease);
-      await next!.append('r', again.epoch, marks(1));
+      await next!.append(again, marks(1));
       const loaded = await next!.load('r');
       expect(loaded?.run).toMatchObject({ owner: 'w', status: 'running', snapshot: null });
       expect(loaded?.journal.map((entry) => entry.seq)).toEqual([1]);
@@ -127,8 +133,8 @@ if (reason !== undefined) {
       await store.create(run('done'));
       await store.create(run('open'));
       const lease = (await store.acquire('done', { owner: 'w', ttlMs: long }))!;
-      await store.append('done', lease.epoch, marks(1));
-      await store.updateStatus('done', lease.epoch, { status: 'completed' });
+      await store.append(lease, marks(1));
+      await store.updateStatus(lease, { status: 'completed' });
       await store.release(lease);
       expect((await store.list({ status: 'completed' })).map((r) => r.runId)).toEqual(['done']);
       await sleep(300);

@@ -3,7 +3,6 @@ import {
   deserializeError,
   isTerminalStatus,
   initialRunSnapshot,
-  LeaseHeldError,
   RunNotFoundError,
   serializeError,
   systemClock,
@@ -68,11 +67,26 @@ export interface CairnClient {
   list(filter?: RunFilter): Promise<RunInfo[]>;
   /**
    * Cancels a run: at once when no live worker holds it, else its holder cancels it at its next heartbeat.
-   * Returns `cancelled`, `requested`, or `finished` when it had already ended.
+   * Returns `cancelled`, `requested`, or `finished` when it had already ended. A child run is cancelled
+   * with its root run (`INVALID_ARGUMENT` names it).
    */
   cancel(runId: string): Promise<'cancelled' | 'requested' | 'finished'>;
-  /** Deletes a run that no live worker holds; true when it existed. Throws `LeaseHeldError` otherwise. */
+  /**
+   * Deletes a run, with its child runs, when no live worker holds it (the store decides, on its own clock);
+   * true when it existed. Throws `LeaseHeldError` while it is held, and `INVALID_ARGUMENT` for a child run,
+   * which goes with its root.
+   */
   discard(runId: string): Promise<boolean>;
+}
+
+/** A child run is held, cancelled and deleted with its root: a client acts on the root. */
+function refuseChild(record: RunRecord, action: 'cancel' | 'discard'): void {
+  if (record.rootRunId === null) return;
+  throw new CairnError(
+    'INVALID_ARGUMENT',
+    `Run "${record.runId}" is a child run of "${record.rootRunId}": ${action} that run instead.`,
+    { data: { runId: record.runId, rootRunId: record.rootRunId } },
+  );
 }
 
 /** Creates a client over a store: no worker runs in it, it only enqueues and observes. */
@@ -152,19 +166,20 @@ export function createClient(options: ClientOptions): CairnClient {
     async cancel(runId) {
       const record = (await store.load(runId))?.run;
       if (record === undefined) throw new RunNotFoundError(runId);
+      refuseChild(record, 'cancel');
       if (isTerminalStatus(record.status)) return 'finished';
       await store.requestCancel(runId);
       // Nobody holds it: cancel it here, under a lease of our own.
       const lease = await store.acquire(runId, { owner, ttlMs: 10_000 });
-      if (lease === undefined) return 'requested';
+      if (lease === undefined) {
+        const now = (await store.load(runId))?.run;
+        return now === undefined || isTerminalStatus(now.status) ? 'finished' : 'requested';
+      }
       try {
         const error = new CairnError('RUN_CANCELLED', `Run "${runId}" was cancelled by a client.`, {
           data: { runId },
         });
-        await store.updateStatus(runId, lease.epoch, {
-          status: 'cancelled',
-          error: serializeError(error),
-        });
+        await store.updateStatus(lease, { status: 'cancelled', error: serializeError(error) });
       } finally {
         await store.release(lease);
       }
@@ -174,7 +189,7 @@ export function createClient(options: ClientOptions): CairnClient {
     async discard(runId) {
       const record = (await store.load(runId))?.run;
       if (record === undefined) return false;
-      if (info(record).held && !isTerminalStatus(record.status)) throw new LeaseHeldError(runId);
+      refuseChild(record, 'discard');
       return store.delete(runId);
     },
   };

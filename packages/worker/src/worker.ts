@@ -79,7 +79,13 @@ export function createWorker(options: WorkerOptions): Worker {
   const leaseMs = options.leaseMs ?? 30_000;
   const pollMs = options.pollMs ?? 1_000;
   const storeRetry = { ...defaultStoreRetry, ...options.storeRetry };
-  const emit = (event: WorkerEvent) => options.onEvent?.(event);
+  const emit = (event: WorkerEvent) => {
+    try {
+      options.onEvent?.(event);
+    } catch {
+      // An observer's failure is not the worker's, nor any run's.
+    }
+  };
   const wake = new Wake(clock);
   const active = new Map<string, Promise<void>>();
   /** Runs this worker will not try again before a time: drifted, unknown, failing to load. */
@@ -110,7 +116,7 @@ export function createWorker(options: WorkerOptions): Worker {
       return;
     }
     try {
-      await runDurable(runnable.definition, {
+      const result = await runDurable(runnable.definition, {
         store,
         runId,
         record,
@@ -142,7 +148,8 @@ export function createWorker(options: WorkerOptions): Worker {
             recoveries: lease.recoveries ?? 0,
           }),
       });
-      emit({ type: 'completed', runId });
+      // A run that had already ended when it was looked at was performed by nobody here.
+      if (result.epoch !== null) emit({ type: 'completed', runId });
     } catch (error) {
       report(runId, error);
     }

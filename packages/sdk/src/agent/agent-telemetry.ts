@@ -1,6 +1,6 @@
 import { chatResultAttributes, chatSpan, toolSpan } from '../gen-ai-spans.js';
 import type { Model } from '../model.js';
-import type { EffectTelemetry } from '../runtime/tracing.js';
+import type { EffectTelemetry } from '../runtime/step-function.js';
 
 /**
  * Spans of an agent's effects: one `cairn.trip` per trip holding a `chat` span for the model call (GenAI

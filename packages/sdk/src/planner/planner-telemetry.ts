@@ -1,6 +1,6 @@
 import { chatResultAttributes, chatSpan, toolSpan } from '../gen-ai-spans.js';
 import type { Model } from '../model.js';
-import type { EffectTelemetry } from '../runtime/tracing.js';
+import type { EffectTelemetry } from '../runtime/step-function.js';
 
 /**
  * Spans of a planner's effects: a `chat` span per planning call (GenAI conventions, with token usage), and

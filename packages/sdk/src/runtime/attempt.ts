@@ -1,4 +1,5 @@
 import { LeaseLostError, CairnError } from '../errors.js';
+import type { Fence } from '../store/contract.js';
 import type { Boundary, BoundaryHook } from './step-function.js';
 
 /** Why an attempt stopped before its run ended. */
@@ -6,7 +7,7 @@ type StopReason =
   | { type: 'crashed'; error: unknown }
   | { type: 'lease-lost'; error: LeaseLostError }
   | { type: 'cancelled'; reason: unknown }
-  /** Handed over on shutdown: stop at the next boundary, keep the checkpoint, release the lease. */
+  /** Handed over on shutdown: nothing new starts, what runs finishes and is written, the lease is released. */
   | { type: 'released' };
 
 /**
@@ -14,24 +15,32 @@ type StopReason =
  * effect and makes no write; `signal` aborts the effects still in flight.
  */
 export class Attempt {
-  readonly runId: string;
-  readonly epoch: number;
+  /** What every write of this attempt names. */
+  readonly fence: Fence;
   private readonly controller = new AbortController();
   private readonly hook: BoundaryHook | undefined;
+  private readonly deadline: () => number;
   private stopReason: StopReason | undefined;
-  private handingOver = false;
-
+  private handOverRequested = false;
   private readonly parent: Attempt | undefined;
 
   /**
-   * A child attempt (a child run under its parent's lease) stops when its parent stops, and a crash or a
-   * lost lease in the child is the parent's too: they are one process under one lease.
+   * `deadline` is when the lease may have run out, on the local clock: no effect starts past it, whatever
+   * a renewal in flight may later say. A child attempt (a child run under its parent's lease) stops when its
+   * parent stops, and a crash, a lost lease or a hand-over in the child is the parent's too: they are one
+   * process under one lease.
    */
-  constructor(runId: string, epoch: number, hook: BoundaryHook | undefined, parent?: Attempt) {
-    this.runId = runId;
-    this.epoch = epoch;
-    this.hook = hook;
-    this.parent = parent;
+  constructor(options: {
+    fence: Fence;
+    deadline: () => number;
+    hook?: BoundaryHook | undefined;
+    parent?: Attempt;
+  }) {
+    this.fence = options.fence;
+    this.deadline = options.deadline;
+    this.hook = options.hook;
+    this.parent = options.parent;
+    const parent = options.parent;
     if (parent !== undefined) {
       const follow = () => {
         if (parent.stopReason !== undefined) this.stop(parent.stopReason);
@@ -39,6 +48,14 @@ export class Attempt {
       if (parent.signal.aborted) follow();
       else parent.signal.addEventListener('abort', follow, { once: true });
     }
+  }
+
+  get runId(): string {
+    return this.fence.runId;
+  }
+
+  get epoch(): number {
+    return this.fence.epoch;
   }
 
   get signal(): AbortSignal {
@@ -49,12 +66,18 @@ export class Attempt {
     return this.stopReason;
   }
 
-  /** Runs the boundary hook; an error from it is a crash: the attempt is dead from here on. */
+  /** A hand-over was asked for (here or, for a child, of the parent): nothing new may start. */
+  get handingOver(): boolean {
+    return this.handOverRequested || (this.parent?.handingOver ?? false);
+  }
+
+  /**
+   * Runs the boundary hook; an error from it is a crash: the attempt is dead from here on. An effect that
+   * got past `beforeEffect` (its write-ahead mark may be written) runs and is recorded during a hand-over.
+   */
   async pass(boundary: Boundary): Promise<void> {
-    if (this.handingOver && boundary.point === 'effect.before') this.stop({ type: 'released' });
-    if (boundary.point === 'journal.before' || boundary.point === 'journal.after')
-      this.assertMayWrite();
-    else this.assertActive();
+    if (boundary.point === 'effect.before') this.assertMayContinue();
+    else this.assertMayWrite();
     if (this.hook === undefined) return;
     try {
       await this.hook(boundary);
@@ -62,6 +85,34 @@ export class Attempt {
       this.stop({ type: 'crashed', error });
       throw error;
     }
+  }
+
+  /**
+   * The guard before an effect starts (before its write-ahead mark too): throws what stopped the attempt,
+   * stops it for a hand-over, or takes the lease as lost when it ran out on the local clock (an event loop
+   * stalled past it: the renewal that would say so has not even been sent).
+   */
+  beforeEffect(now: number): void {
+    this.checkLeaseTime(now);
+    if (this.handingOver) this.stop({ type: 'released' });
+    this.assertActive();
+  }
+
+  /**
+   * Throws what stopped the attempt (a hand-over does not stop what is in flight), and takes the lease as
+   * lost once it ran out on the local clock.
+   */
+  checkLeaseTime(now: number): void {
+    this.assertMayContinue();
+    if (now < this.deadline()) return;
+    this.loseLease(
+      new LeaseLostError(
+        this.runId,
+        this.epoch,
+        'its lease ran out on the local clock before a renewal confirmed it',
+      ),
+    );
+    this.assertMayContinue();
   }
 
   loseLease(error: LeaseLostError): void {
@@ -74,10 +125,22 @@ export class Attempt {
 
   /**
    * Hands the run over: effects already in flight finish and are journaled, a checkpoint may still be
-   * written, but the next effect does not start; the attempt stops there with `RUN_RELEASED`.
+   * written, but no effect starts any more; the attempt stops before the next one with `RUN_RELEASED`.
    */
   handOver(): void {
-    this.handingOver = true;
+    this.handOverRequested = true;
+  }
+
+  /** An error an effect threw because this attempt (or its child) stopped: not the effect's outcome. */
+  isStopError(error: unknown): boolean {
+    const reason = this.stopReason;
+    if (reason !== undefined && reason.type !== 'released') return true;
+    return this.handingOver && error instanceof CairnError && error.code === 'RUN_RELEASED';
+  }
+
+  /** Throws unless the attempt is running or handing over: what is in flight may go on. */
+  assertMayContinue(): void {
+    if (this.stopReason?.type !== 'released') this.assertActive();
   }
 
   /** Throws when the attempt may no longer write: it crashed or lost its lease. */
@@ -95,7 +158,7 @@ export class Attempt {
     if (reason.type === 'released') {
       throw new CairnError(
         'RUN_RELEASED',
-        `Run "${this.runId}" was handed over at a boundary; its checkpoint is kept for the next holder.`,
+        `Run "${this.runId}" was handed over; its checkpoint is kept for the next holder.`,
         { retryable: true, data: { runId: this.runId } },
       );
     }
@@ -105,13 +168,19 @@ export class Attempt {
     });
   }
 
+  /** Stops for a hand-over that a child run noticed first. */
+  stopForHandOver(): void {
+    if (this.handingOver) this.stop({ type: 'released' });
+  }
+
   private stop(reason: StopReason): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    // A crash or a fenced write in a child is the parent's too; a cancelled child is only a failed effect.
-    if (reason.type === 'crashed' || reason.type === 'lease-lost') this.parent?.stop(reason);
+    // A crash, a fenced write or a hand-over in a child is the parent's too; a cancelled child is only a
+    // failed effect.
+    if (reason.type !== 'cancelled') this.parent?.stop(reason);
     // A hand-over lets in-flight effects finish; every other stop aborts them.
     if (reason.type === 'released') return;
-    this.controller.abort(reason.type === 'cancelled' ? reason.reason : new Error(reason.type));
+    this.controller.abort(reason.type === 'cancelled' ? reason.reason : reason.error);
   }
 }

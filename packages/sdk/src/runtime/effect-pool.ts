@@ -1,7 +1,7 @@
 import { context as otelContext, type Context, type Span } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
 import { isCairnError, serializeError, type CairnError } from '../errors.js';
-import { jsonClone } from '../json.js';
+import { storableJson } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
@@ -44,8 +44,6 @@ export class EffectPool<State, Input, Output> {
   private readonly running = new Set<string>();
   private failure: { error: unknown } | undefined;
   private wake: (() => void) | undefined;
-  /** The settled mark of the last effect to settle is not written yet (see `settle`). */
-  private settledUnwritten = false;
 
   constructor(
     private readonly definition: DurableDefinition<State, Input, Output>,
@@ -61,7 +59,13 @@ export class EffectPool<State, Input, Output> {
     return [...this.queued];
   }
 
-  /** Settles the commands against the journal and starts the rest; `state` is the state that commanded them. */
+  /**
+   * Settles the commands against the journal and starts the rest; `state` is the state that commanded them.
+   * Before anything starts, every mark still buffered is written: the outcomes the step just consumed (a
+   * model response whose usage must be counted once) and the write-ahead marks of non-idempotent effects.
+   * A hand-over, or a lease that ran out on the local clock, stops the attempt before any mark is written
+   * for an effect that will not run.
+   */
   async start(commands: readonly PerformCommand[], state: State): Promise<void> {
     const toPerform: PerformCommand[] = [];
     for (const command of commands) {
@@ -78,10 +82,10 @@ export class EffectPool<State, Input, Output> {
         toPerform.push(command);
       }
     }
+    if (toPerform.length > 0) this.attempt.beforeEffect(this.clock.now());
     // Write-ahead: a non-idempotent effect is durably marked started before it runs.
-    const writeAhead = toPerform.filter((command) => !command.idempotent);
-    for (const command of writeAhead) this.writer.recordStarted(command.id);
-    if (writeAhead.length > 0) await this.writer.flush();
+    for (const command of toPerform) if (!command.idempotent) this.writer.recordStarted(command.id);
+    await this.writer.flush();
     for (const command of toPerform) {
       this.running.add(command.id);
       void this.settle(command, state);
@@ -114,13 +118,6 @@ export class EffectPool<State, Input, Output> {
     };
   }
 
-  /** Writes the settled mark `settle` held back, unless a checkpoint already recorded it. */
-  async writeSettled(checkpointed: boolean): Promise<void> {
-    const unwritten = this.settledUnwritten;
-    this.settledUnwritten = false;
-    if (unwritten && !checkpointed) await this.writer.flush();
-  }
-
   /** Waits for everything still running to end, discarding outcomes: before a run ends with effects in flight. */
   async drain(): Promise<void> {
     while (this.running.size > 0) await new Promise<void>((resolve) => (this.wake = resolve));
@@ -130,13 +127,10 @@ export class EffectPool<State, Input, Output> {
     try {
       const outcome = await this.perform(command, state);
       const entry = this.writer.recordSettled(command.id, outcome);
-      if (!command.idempotent) {
-        // While others still run, the outcome is written at once. The last one to settle is handed straight
-        // to the step, and a checkpoint right after records it for one write less per trip; without a
-        // checkpoint, `writeSettled` writes it before anything else happens.
-        if (this.running.size > 1) await this.writer.flush();
-        else this.settledUnwritten = true;
-      }
+      // While others still run, a non-idempotent outcome is written at once. The last one to settle is
+      // handed straight to the step: the checkpoint right after records it (one write less per trip), or
+      // the next `start` writes it before anything else begins.
+      if (!command.idempotent && this.running.size > 1) await this.writer.flush();
       this.ready.push({ command, outcome, at: entry.at, seq: entry.seq });
     } catch (error) {
       this.failure ??= { error };
@@ -185,6 +179,8 @@ export class EffectPool<State, Input, Output> {
       childRunId: string,
     ) => this.launchChild(definition, input, childRunId, context)) as EffectContext['runChild'];
     for (let try_ = 1; ; try_ += 1) {
+      // A retry is a new start: not past the lease's local deadline. A hand-over lets it go on: in flight.
+      if (try_ > 1) this.attempt.checkLeaseTime(this.clock.now());
       await this.attempt.pass({ point: 'effect.before', ...boundary });
       let outcome: EffectOutcome;
       try {
@@ -200,9 +196,13 @@ export class EffectPool<State, Input, Output> {
             runChild,
           }),
         );
-        outcome = { status: 'ok', value: jsonClone(value ?? null) };
+        outcome = { status: 'ok', value: storableJson(value ?? null) };
       } catch (error) {
-        this.attempt.assertActive();
+        if (this.attempt.isStopError(error)) {
+          // The effect ended because the attempt stopped (or its child run was handed over): not an outcome.
+          this.attempt.stopForHandOver();
+          this.attempt.assertActive();
+        }
         const retryable = isCairnError(error) && error.retryable;
         if (retryable && try_ < maxAttempts) {
           const delay = retryDelay(error, try_, command);
@@ -214,7 +214,7 @@ export class EffectPool<State, Input, Output> {
           await this.clock.sleep(delay, this.attempt.signal);
           continue;
         }
-        outcome = { status: 'error', error: serializeError(error) };
+        outcome = { status: 'error', error: storableJson(serializeError(error)) };
       }
       await this.attempt.pass({ point: 'effect.after', ...boundary });
       return outcome;

@@ -10,6 +10,8 @@ export interface LeaseKeeperOptions {
   /** Renewal interval; at most a third of the ttl. @defaultValue ttlMs / 3 */
   heartbeatMs?: number;
   clock: Clock;
+  /** When the claimed lease may run out on the local clock: the time the claim was sent plus the ttl. */
+  deadline: number;
   /** Called when a renewal reports that a client asked to cancel the run. */
   onCancelRequested?(): void;
   /** Called once when a renewal fails or cannot be confirmed: the lease must be taken as lost. */
@@ -19,6 +21,11 @@ export interface LeaseKeeperOptions {
 /** A running heartbeat; `stop` cancels the next renewal. */
 export interface LeaseKeeper {
   readonly lease: Lease;
+  /**
+   * When the lease may run out, on the local clock: the time the last confirmed renewal (or the claim) was
+   * sent, plus the ttl. A process that stalled past it cannot know it still holds the lease.
+   */
+  readonly deadline: number;
   stop(): void;
 }
 
@@ -29,6 +36,7 @@ export interface LeaseKeeper {
 export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
   const { store, ttlMs, clock, onLost } = options;
   let lease = options.lease;
+  let deadline = options.deadline;
   let timer: TimerHandle | undefined;
   let stopped = false;
 
@@ -40,8 +48,10 @@ export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
   const renew = async () => {
     if (stopped) return;
     try {
+      const sentAt = clock.now();
       lease = await store.renew(lease, ttlMs);
       if (stopped) return;
+      deadline = sentAt + ttlMs;
       if (lease.cancelRequested === true) options.onCancelRequested?.();
       schedule();
     } catch (error) {
@@ -63,6 +73,9 @@ export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
   return {
     get lease() {
       return lease;
+    },
+    get deadline() {
+      return deadline;
     },
     stop() {
       stopped = true;

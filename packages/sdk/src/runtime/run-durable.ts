@@ -1,82 +1,33 @@
-import {
-  context as otelContext,
-  trace,
-  type Context,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api';
-import type { Clock } from '../clock.js';
+import { context as otelContext, trace, type Span } from '@opentelemetry/api';
 import {
   CairnError,
   DriftError,
   LeaseHeldError,
   LeaseLostError,
+  notAChildError,
   RunNotFoundError,
   RunSuspendedError,
   serializeError,
 } from '../errors.js';
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
-import { keepLease } from './lease-keeper.js';
-import { checkDrift, finishedResult, runUnderLease, type Holding } from './run-loop.js';
-import type { StoreRetryPolicy } from './run-writer.js';
+import { keepLease, type LeaseKeeper } from './lease-keeper.js';
+import { checkDrift, finishedResult, runUnderLease } from './run-loop.js';
+import type { DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { initialRunSnapshot } from './runtime-snapshot.js';
-import type { BoundaryHook, DurableDefinition } from './step-function.js';
+import type { DurableDefinition } from './step-function.js';
 import { linkToOrigin, recordError, type StoredTraceContext } from './tracing.js';
 
-/** Everything one attempt at a run needs. */
-export interface DurableRunOptions<Input> {
-  store: DurableStore;
-  runId: string;
-  /** `execute` creates the run when it does not exist; `resume` requires it. */
-  mode: 'execute' | 'resume';
-  input?: Input;
-  /** Proceed although the stored signature differs from the definition's. */
-  force: boolean;
-  clock: Clock;
-  owner: string;
-  leaseMs: number;
-  storeRetry: StoreRetryPolicy;
-  deleteOnComplete: boolean;
-  tracer: Tracer;
-  /** The span context the run span starts under. @defaultValue the active context */
-  parentContext?: Context;
-  onBoundary?: BoundaryHook;
-  /** Aborting it cancels the run: in-flight effects see their signal abort, the run ends `cancelled`. */
-  signal?: AbortSignal;
-  /**
-   * Aborting it hands the run over: it stops at its next boundary, keeps its checkpoint and releases its
-   * lease at once so another worker can claim it (a worker shutting down).
-   */
-  handOverSignal?: AbortSignal;
-  /** Lease renewal interval. @defaultValue leaseMs / 3 */
-  heartbeatMs?: number;
-  /** Claims from holders that never released it, past which the run is dead-lettered. @defaultValue no limit */
-  maxRecoveries?: number;
-  /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
-  reclaimOwn?: boolean;
-  /** The run's record as the caller just read it, which saves reading it again before the claim. */
-  record?: RunRecord;
-  /** Called once the run is claimed, with the lease and the record as it was claimed. */
-  onClaim?(lease: Lease, record: RunRecord): void;
-}
+export type { DurableRunOptions, DurableRunResult } from './run-options.js';
 
-/** How a run ended, from the attempt that saw it end (or from the store, for a finished run). */
-export interface DurableRunResult<State, Output> {
-  runId: string;
-  output: Output;
-  state: State;
-  /** The epoch this attempt held; null when the run had already completed and nothing was performed. */
-  epoch: number | null;
-  /** True when the run had checkpoints from an earlier attempt. */
-  resumed: boolean;
-}
-
-/** Claims the run for one attempt, once it is known to exist and not to have ended. */
+/**
+ * Claims the run for one attempt, once it is known to exist and not to have ended; `undefined` when it
+ * cannot be claimed now.
+ */
 type Claim = (
   span: Span,
   record: RunRecord,
-) => Promise<{ attempt: Attempt; holding: Holding; stop(): void }>;
+) => Promise<{ attempt: Attempt; holding: Holding; stop(): void } | undefined>;
 
 /**
  * Runs a durable step function to its end from wherever its store says it is: the runtime loop of
@@ -86,21 +37,38 @@ export function runDurable<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
 ): Promise<DurableRunResult<State, Output>> {
-  const { store, runId } = options;
+  const { store, runId, clock } = options;
   return traceAttempt(definition, options, async (span, record) => {
+    const sentAt = clock.now();
     const lease = await store.acquire(runId, {
       owner: options.owner,
       ttlMs: options.leaseMs,
       ...(options.reclaimOwn === true ? { reclaimOwn: true } : {}),
     });
-    if (lease === undefined) throw new LeaseHeldError(runId);
-    const recoveries = lease.recoveries ?? 0;
-    span.setAttribute('cairn.run.recoveries', recoveries);
-    options.onClaim?.(lease, record);
-    if (options.maxRecoveries !== undefined && recoveries > options.maxRecoveries) {
-      await deadLetter(store, lease, recoveries, options.maxRecoveries);
+    if (lease === undefined) return undefined;
+    // From here on the claim is ours: whatever fails before the run loop takes over gives it back.
+    try {
+      const recoveries = lease.recoveries ?? 0;
+      span.setAttribute('cairn.run.recoveries', recoveries);
+      try {
+        options.onClaim?.(lease, record);
+      } catch {
+        // An observer's failure is not the run's.
+      }
+      if (options.maxRecoveries !== undefined && recoveries > options.maxRecoveries) {
+        await deadLetter(store, lease, recoveries, options.maxRecoveries);
+      }
+    } catch (error) {
+      await store.release(lease).catch(() => undefined);
+      throw error;
     }
-    const attempt = new Attempt(runId, lease.epoch, options.onBoundary);
+    // The heartbeat moves the lease's local deadline; the attempt reads it before every effect.
+    const renewed: { keeper?: LeaseKeeper } = {};
+    const attempt = new Attempt({
+      fence: lease,
+      deadline: () => renewed.keeper?.deadline ?? sentAt + options.leaseMs,
+      hook: options.onBoundary,
+    });
     const cancelRequested = () => {
       span.addEvent('cairn.cancel_requested');
       attempt.cancel(new CairnError('RUN_CANCELLED', `Run "${runId}" was cancelled by a client.`));
@@ -110,7 +78,8 @@ export function runDurable<State, Input, Output>(
       lease,
       ttlMs: options.leaseMs,
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
-      clock: options.clock,
+      clock,
+      deadline: sentAt + options.leaseMs,
       onLost: (error) => {
         span.addEvent('cairn.lease_lost', {
           'cairn.run.epoch': lease.epoch,
@@ -120,6 +89,7 @@ export function runDurable<State, Input, Output>(
       },
       onCancelRequested: cancelRequested,
     });
+    renewed.keeper = keeper;
     if (lease.cancelRequested === true) cancelRequested();
     const onCancel = () => attempt.cancel(options.signal?.reason);
     const onHandOver = () => {
@@ -143,8 +113,9 @@ export function runDurable<State, Input, Output>(
 }
 
 /**
- * Runs a child run under its parent's lease (see `EffectContext.runChild`): it is adopted at the
- * parent's epoch, has no heartbeat of its own, and stops when the parent's attempt stops.
+ * Runs a child run under its parent's lease (see `EffectContext.runChild`): it is created as the parent's
+ * child, adopted at the parent's epoch, has no heartbeat of its own, and stops when the parent's attempt
+ * stops. Its writes are fenced by its root's lease too.
  */
 function runChildDurable<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
@@ -167,34 +138,55 @@ function runChildDurable<State, Input, Output>(
       return inner.adopt(childRunId, lease);
     },
   };
-  options = { ...options, store };
-  return traceAttempt(definition, options, async () => {
-    const lease = await options.store.adopt(options.runId, parentLease());
-    if (lease === undefined) {
-      const error = new LeaseLostError(
-        parent.runId,
-        parent.epoch,
-        `a newer holder adopted child "${options.runId}"`,
-      );
-      parent.loseLease(error);
-      throw error;
-    }
-    const attempt = new Attempt(options.runId, lease.epoch, options.onBoundary, parent);
-    return { attempt, holding: { type: 'child', lease }, stop: () => undefined };
-  });
+  const childOptions = { ...options, store };
+  const parentFence = { runId: parent.runId, incarnation: parent.fence.incarnation };
+  return traceAttempt(
+    definition,
+    childOptions,
+    async () => {
+      const lease = await store.adopt(options.runId, parentLease());
+      if (lease === undefined) {
+        const error = new LeaseLostError(
+          parent.runId,
+          parent.epoch,
+          `a newer holder adopted child "${options.runId}"`,
+        );
+        parent.loseLease(error);
+        throw error;
+      }
+      const attempt = new Attempt({
+        fence: lease,
+        deadline: () => Number.POSITIVE_INFINITY,
+        hook: options.onBoundary,
+        parent,
+      });
+      return { attempt, holding: { type: 'child', lease }, stop: () => undefined };
+    },
+    parentFence,
+  );
 }
 
-/** One attempt inside its `cairn.run` span: find or create the run, short-circuit, check drift, claim, run. */
+/**
+ * One attempt inside its `cairn.run` span: find or create the run, short-circuit, check drift, claim, run.
+ * A child run (`parent` given) is created as the parent's child.
+ */
 async function traceAttempt<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
   claim: Claim,
+  parent?: { runId: string; incarnation: string },
 ): Promise<DurableRunResult<State, Output>> {
   // The record is read again under the lease before anything runs, so a caller's recent read will do here.
-  const existing =
+  let existing =
     options.record?.runId === options.runId
       ? options.record
       : (await options.store.load(options.runId))?.run;
+  if (parent !== undefined && existing !== undefined && !isChildOf(existing, parent)) {
+    // A child left by an earlier incarnation of this parent is created afresh (which replaces it); a run
+    // someone created under this id on its own is not this parent's to run.
+    if (existing.parent?.runId !== parent.runId) throw notAChildError(options.runId, parent.runId);
+    existing = undefined;
+  }
   if (existing === undefined && options.mode === 'resume')
     throw new RunNotFoundError(options.runId);
   const origin = existing === undefined ? undefined : storedTrace(existing);
@@ -213,14 +205,23 @@ async function traceAttempt<State, Input, Output>(
     options.parentContext ?? otelContext.active(),
   );
   try {
-    const record = existing ?? (await createRun(definition, options, span));
+    const record = existing ?? (await createRun(definition, options, span, parent));
     const finished = finishedResult(definition, record);
     if (finished !== undefined) {
       span.setAttributes({ 'cairn.run.outcome': 'completed', 'cairn.run.short_circuit': true });
       return finished;
     }
     checkDrift(definition, record, options.force);
-    const { attempt, holding, stop } = await claim(span, record);
+    const claimed = await claim(span, record);
+    if (claimed === undefined) {
+      // Not claimable: it may have ended since it was read (a final status is never claimed).
+      const now = (await options.store.load(options.runId))?.run;
+      if (now === undefined) throw new RunNotFoundError(options.runId);
+      const ended = finishedResult(definition, now);
+      if (ended !== undefined) return ended;
+      throw new LeaseHeldError(options.runId);
+    }
+    const { attempt, holding, stop } = claimed;
     span.setAttribute('cairn.run.epoch', attempt.epoch);
     try {
       const result = await runUnderLease(
@@ -271,7 +272,7 @@ async function deadLetter(
     { data: { runId: lease.runId, recoveries, maxRecoveries } },
   );
   try {
-    await store.updateStatus(lease.runId, lease.epoch, {
+    await store.updateStatus(lease, {
       status: 'dead_lettered',
       error: serializeError(error),
     });
@@ -307,6 +308,7 @@ async function createRun<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
   options: DurableRunOptions<Input>,
   span: Span,
+  parent: { runId: string; incarnation: string } | undefined,
 ): Promise<RunRecord> {
   const { traceId, spanId } = span.spanContext();
   const snapshot = initialRunSnapshot(
@@ -321,6 +323,13 @@ async function createRun<State, Input, Output>(
     name: definition.name,
     signature: definition.signature,
     snapshot,
+    ...(parent === undefined ? {} : { parent }),
   });
+  if (parent !== undefined && !isChildOf(run, parent))
+    throw notAChildError(options.runId, parent.runId);
   return run;
+}
+
+function isChildOf(record: RunRecord, parent: { runId: string; incarnation: string }): boolean {
+  return record.parent?.runId === parent.runId && record.parent.incarnation === parent.incarnation;
 }

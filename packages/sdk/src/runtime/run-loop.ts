@@ -6,32 +6,15 @@ import {
   RunSuspendedError,
   serializeError,
 } from '../errors.js';
-import { jsonClone, type JsonValue } from '../json.js';
-import {
-  isTerminalStatus,
-  type DurableStore,
-  type Lease,
-  type RunRecord,
-} from '../store/contract.js';
+import { storableJson, type JsonValue } from '../json.js';
+import { isTerminalStatus, type DurableStore, type RunRecord } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
-import type { LeaseKeeper } from './lease-keeper.js';
-import type { DurableRunOptions, DurableRunResult } from './run-durable.js';
+import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
 import { parseRuntimeSnapshot } from './runtime-snapshot.js';
 import type { DurableDefinition, PerformCommand, StepResult } from './step-function.js';
 import { AttemptTracing } from './tracing.js';
-
-/** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
-export type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
-
-/** Runs a child run under a parent attempt; the claiming side supplies it, so the loop need not import it. */
-export type ChildStarter = <State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  options: DurableRunOptions<Input>,
-  parent: Attempt,
-  parentLease: () => Lease,
-) => Promise<DurableRunResult<State, Output>>;
 
 export function checkDrift<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
@@ -92,6 +75,7 @@ export async function runUnderLease<State, Input, Output>(
     // A child's lease is its parent's: the parent releases.
     if (holding.type === 'own') await store.release(currentLease()).catch(() => undefined);
   };
+  let pool: EffectPool<State, Input, Output> | undefined;
   const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>
     startChild(
       childDefinition,
@@ -134,7 +118,7 @@ export async function runUnderLease<State, Input, Output>(
     );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
 
-    const pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
+    pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
     let result: StepResult<State>;
     if (snapshot.pending === null) {
       result = definition.step(snapshot.state, { type: 'start', now: clock.now() });
@@ -147,13 +131,14 @@ export async function runUnderLease<State, Input, Output>(
       const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
       const state = result.state;
+      const journalSeq = writer.lastSeq;
       const runtimeSnapshot = (pending: PerformCommand[]): JsonValue => {
         const carried = writer!.entriesOf(pending.map((command) => command.id));
-        return jsonClone({
+        return storableJson({
           format: 1,
           state,
           pending,
-          journalSeq: writer!.lastSeq,
+          journalSeq,
           ...(carried.length === 0 ? {} : { carried }),
           ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
         }) as unknown as JsonValue;
@@ -164,16 +149,18 @@ export async function runUnderLease<State, Input, Output>(
         await pool.drain();
       }
       if (end?.type === 'complete') {
-        const output = jsonClone(end.output);
+        const output = storableJson(end.output);
         await writer.checkpoint({
           status: 'completed',
           signature: definition.signature,
           snapshot: runtimeSnapshot([]),
           output,
+          journalSeq,
         });
         tracing.closeAll();
         await release();
-        if (options.deleteOnComplete) await store.delete(runId);
+        // Retention only: a run that could not be deleted now is pruned later.
+        if (options.deleteOnComplete) await store.delete(runId).catch(() => undefined);
         return {
           runId,
           output: definition.parseOutput(output),
@@ -187,7 +174,8 @@ export async function runUnderLease<State, Input, Output>(
           status: 'failed',
           signature: definition.signature,
           snapshot: runtimeSnapshot([]),
-          error: end.error,
+          error: storableJson(end.error),
+          journalSeq,
         });
         tracing.closeAll(end.error);
         await release();
@@ -207,42 +195,49 @@ export async function runUnderLease<State, Input, Output>(
             status: 'running',
             signature: definition.signature,
             snapshot: runtimeSnapshot(pending),
+            journalSeq,
           },
           pending.map((command) => command.id),
         );
         tracing.closeSettledUnits(pending);
       }
-      await pool.writeSettled(checkpointed);
       await pool.start(performs, state);
       result = definition.step(state, await pool.next());
     }
   } catch (error) {
     tracing.closeAll(error);
-    await stopAfterError(error, attempt, writer, store);
-    const mayRelease =
-      attempt.stopped?.type !== 'crashed' && attempt.stopped?.type !== 'lease-lost';
-    if (mayRelease) await release();
+    await stopAfterError(error, attempt, writer, pool, store);
+    // A crashed process does nothing more. Every other stop releases, a lost lease included: the store
+    // changes nothing for it but frees what it keeps for the claim (a lock, a session).
+    if (attempt.stopped?.type !== 'crashed') await release();
     throw error;
   }
 }
 
-/** What a stopping attempt may still write, depending on why it stops. */
-async function stopAfterError(
+/** What a stopping attempt still does, depending on why it stops. */
+async function stopAfterError<State, Input, Output>(
   error: unknown,
   attempt: Attempt,
   writer: RunWriter | undefined,
+  pool: EffectPool<State, Input, Output> | undefined,
   store: DurableStore,
 ): Promise<void> {
   const stopped = attempt.stopped;
   // A crashed process writes nothing more, and a holder that lost its lease may not.
   if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost' || writer === undefined) return;
+  // The lease is kept until the effects still in flight have ended (those of a hand-over or a suspension
+  // run to their end; the others were aborted), so the next holder never starts while one of ours runs...
+  await pool?.drain();
+  if (attempt.stopped?.type === 'crashed' || attempt.stopped?.type === 'lease-lost') return;
+  // ...and what settled meanwhile is written, so the next holder reuses it instead of reporting it unknown.
+  await writer.flush().catch(() => undefined);
   const update =
     stopped?.type === 'cancelled'
-      ? { status: 'cancelled' as const, error: serializeError(error) }
+      ? { status: 'cancelled' as const, error: storableJson(serializeError(error)) }
       : error instanceof RunSuspendedError
-        ? { status: 'suspended' as const, error: serializeError(error) }
+        ? { status: 'suspended' as const, error: storableJson(serializeError(error)) }
         : undefined;
   if (update === undefined) return;
   // The store may still be down; a run left `running` is recovered when its lease runs out.
-  await store.updateStatus(attempt.runId, attempt.epoch, update).catch(() => undefined);
+  await store.updateStatus(attempt.fence, update).catch(() => undefined);
 }

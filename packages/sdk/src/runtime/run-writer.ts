@@ -92,19 +92,25 @@ export class RunWriter {
     return entry;
   }
 
-  /** Makes every buffered mark durable, in one append. */
+  /**
+   * Makes every buffered mark durable, in one append. The append is handed a copy: marks recorded while it
+   * is on its way stay buffered for the next one.
+   */
   flush(): Promise<void> {
     return this.serialized(async () => {
       if (this.buffer.length === 0) return;
-      const entries = this.buffer;
+      const entries = [...this.buffer];
       const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
       await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
-      await this.withRetry(() =>
-        this.store.append(this.attempt.runId, this.attempt.epoch, entries),
-      );
-      this.buffer = this.buffer.slice(entries.length);
+      await this.withRetry(() => this.store.append(this.attempt.fence, entries));
+      this.dropThrough(entries.at(-1)!.seq);
       await this.attempt.pass({ point: 'journal.after', runId: this.attempt.runId, entries: ids });
     });
+  }
+
+  /** Whether marks are waiting for a flush. */
+  get unwritten(): boolean {
+    return this.buffer.length > 0;
   }
 
   /** The journal entries of these effects, in seq order: a checkpoint carries those of effects still pending. */
@@ -119,28 +125,33 @@ export class RunWriter {
   }
 
   /**
-   * Writes a checkpoint; it supersedes the journal, buffered marks included. The marks of `keep` (effects
-   * still pending, whose entries the checkpoint carries) stay known.
+   * Writes a checkpoint; it supersedes the journal up to its `journalSeq`, buffered marks included. Marks
+   * recorded after the snapshot was taken (while the checkpoint is on its way) stay buffered. The marks of
+   * `keep` (effects still pending, whose entries the checkpoint carries) stay known.
    */
   checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<void> {
     return this.serialized(async () => {
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
-      await this.withRetry(() =>
-        this.store.save(this.attempt.runId, this.attempt.epoch, checkpoint),
-      );
-      this.buffer = [];
+      await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
+      this.dropThrough(checkpoint.journalSeq);
       const kept = new Set(keep);
-      for (const id of this.marks.keys()) if (!kept.has(id)) this.marks.delete(id);
+      for (const [id, marks] of this.marks) {
+        const latest = Math.max(marks.started?.seq ?? -Infinity, marks.settled?.seq ?? -Infinity);
+        if (!kept.has(id) && latest <= checkpoint.journalSeq) this.marks.delete(id);
+      }
       await this.attempt.pass({ point: 'checkpoint.after', ...boundary });
     });
   }
 
   /** Changes the status, keeping checkpoint and journal. One try only: used while stopping. */
   updateStatus(update: StatusUpdate): Promise<void> {
-    return this.serialized(() =>
-      this.store.updateStatus(this.attempt.runId, this.attempt.epoch, update),
-    );
+    return this.serialized(() => this.store.updateStatus(this.attempt.fence, update));
+  }
+
+  /** Forgets buffered marks up to `seq`: a write made them durable. */
+  private dropThrough(seq: number): void {
+    this.buffer = this.buffer.filter((entry) => entry.seq > seq);
   }
 
   private add(entry: JournalEntry): void {

@@ -1,5 +1,5 @@
 import { CairnError } from '../errors.js';
-import type { JsonValue } from '../json.js';
+import { storableJson, type JsonValue } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
 import type { PerformCommand } from './step-function.js';
 import type { StoredTraceContext } from './tracing.js';
@@ -108,5 +108,5 @@ export function initialRunSnapshot<State, Input>(
     journalSeq: 0,
     ...(trace === undefined ? {} : { trace }),
   };
-  return JSON.parse(JSON.stringify(snapshot)) as JsonValue;
+  return storableJson(snapshot) as unknown as JsonValue;
 }

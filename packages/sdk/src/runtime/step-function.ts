@@ -1,8 +1,18 @@
+import type { Attributes } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
 import type { CairnError, SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
-import type { EffectTelemetry } from './tracing.js';
+
+/** How a definition names the spans of its effects; without it, effects get a generic span. */
+export interface EffectTelemetry {
+  /** The span of one effect: name and attributes (GenAI conventions for model and tool calls). */
+  span(effect: Effect): { name: string; attributes: Attributes };
+  /** The unit (an agent trip, a planner node) the effect belongs to; its span is the effect span's parent. */
+  unit?(effect: Effect): { key: string; name: string; attributes: Attributes } | undefined;
+  /** Attributes learnt from the effect's value, such as token usage. */
+  result?(effect: Effect, value: JsonValue): Attributes;
+}
 
 /** What a command asks the runtime to do, as JSON: `kind` selects the definition's handler. */
 export interface Effect extends JsonObject {

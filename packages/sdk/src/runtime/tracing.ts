@@ -1,7 +1,6 @@
 import {
   SpanStatusCode,
   trace,
-  type Attributes,
   type Context,
   type Link,
   type Span,
@@ -10,7 +9,7 @@ import {
 } from '@opentelemetry/api';
 import { isCairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import type { Effect, PerformCommand } from './step-function.js';
+import type { Effect, EffectTelemetry, PerformCommand } from './step-function.js';
 
 /** The tracer name Cairn's spans are reported under. */
 export const tracerName = '@cairn/sdk';
@@ -19,16 +18,6 @@ export const tracerName = '@cairn/sdk';
 export interface StoredTraceContext {
   traceId: string;
   spanId: string;
-}
-
-/** How a definition names the spans of its effects; without it, effects get a generic span. */
-export interface EffectTelemetry {
-  /** The span of one effect: name and attributes (GenAI conventions for model and tool calls). */
-  span(effect: Effect): { name: string; attributes: Attributes };
-  /** The unit (an agent trip, a planner node) the effect belongs to; its span is the effect span's parent. */
-  unit?(effect: Effect): { key: string; name: string; attributes: Attributes } | undefined;
-  /** Attributes learnt from the effect's value, such as token usage. */
-  result?(effect: Effect, value: JsonValue): Attributes;
 }
 
 /** Returns the tracer: from the provider given, else from the global provider (never registering one). */

@@ -25,9 +25,28 @@ export function isTerminalStatus(status: RunStatus): boolean {
   return terminalStatuses.includes(status);
 }
 
+/**
+ * What a fenced write names: the run, the incarnation of its id, and the lease epoch it was made under. A
+ * store refuses the write unless all three are current; a child run's write must also find its root run at
+ * the same incarnation and epoch, since the root's lease is what holds the child.
+ */
+export interface Fence {
+  runId: string;
+  /**
+   * Which creation of `runId` this is: a run deleted and created again under the same id is another
+   * incarnation, so a write made for the old one can never land on the new one, whatever its epoch.
+   */
+  incarnation: string;
+  epoch: number;
+  /** For a child run: the root run whose lease holds it (the child is written under the root's epoch). */
+  root?: { runId: string; incarnation: string };
+}
+
 /** What a store keeps of a run: identity, definition signature, status, fencing epoch and last checkpoint. */
 export interface RunRecord {
   runId: string;
+  /** Which creation of this run id the record is (see `Fence.incarnation`). */
+  incarnation: string;
   /** The kind of step function: `agent`, `planner`, ... */
   kind: string;
   /** The definition's name. */
@@ -43,7 +62,10 @@ export interface RunRecord {
   output?: JsonValue;
   /** Why a run failed, was cancelled or was suspended. */
   error?: SerializedError;
-  /** The lease holder, if any; with `leaseUntil`, tells whether a live worker holds the run. */
+  /**
+   * The lease holder, if any; with `leaseUntil`, tells whether a live worker holds the run. A child run is
+   * held by its root run's lease: both fields are the root's.
+   */
   owner: string | null;
   /** Milliseconds since the epoch, on the store's clock. */
   leaseUntil: number | null;
@@ -51,6 +73,10 @@ export interface RunRecord {
   recoveries: number;
   /** A client asked to cancel the run; its holder cancels it at its next heartbeat. */
   cancelRequested: boolean;
+  /** The run (at its incarnation) that started this one as a child run (a planner's agent node), or null. */
+  parent: { runId: string; incarnation: string } | null;
+  /** The top of the parent chain, whose lease holds this run, or null for a run that is not a child. */
+  rootRunId: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -81,15 +107,29 @@ export interface NewRun {
   name: string;
   signature: string;
   snapshot: JsonValue | null;
+  /**
+   * For a child run: the parent run (at its incarnation) that starts it. The child is then claimed only by
+   * adoption under its root's lease, and deleted with its parent. A child left by an earlier incarnation of
+   * the same parent id is replaced.
+   */
+  parent?: { runId: string; incarnation: string };
 }
 
-/** A fenced checkpoint: replaces the snapshot and status and supersedes the journal written before it. */
+/**
+ * A fenced checkpoint: replaces the snapshot and status and supersedes the journal entries up to
+ * `journalSeq`; entries after it (marks made while the checkpoint was on its way) are kept.
+ */
 export interface Checkpoint {
   status: RunStatus;
   signature: string;
   snapshot: JsonValue;
   output?: JsonValue;
   error?: SerializedError;
+  /**
+   * The highest journal seq the snapshot accounts for. A checkpoint older than the stored one (a statement
+   * that arrived late) is refused with `LeaseLostError` and changes nothing.
+   */
+  journalSeq: number;
 }
 
 /** A status change that keeps the checkpoint and journal. */
@@ -108,37 +148,52 @@ export interface RunFilter {
 }
 
 /**
- * Durable storage of runs: records, checkpoints and the journal. Every write names the lease epoch it was
- * made under and is rejected with `LeaseLostError` when that epoch is no longer the run's current epoch.
+ * Durable storage of runs: records, checkpoints and the journal. Every write names a `Fence` (the lease it
+ * was made under) and is rejected with `LeaseLostError` unless the run still has that incarnation and
+ * epoch (and a child's root too), and unless the run is still open: a run in a final status never leaves
+ * it. Each write is checked and applied on its own, even when a store sends many in one statement.
  * Failures a retry may fix are `CairnError`s with code `STORE_UNAVAILABLE` and `retryable: true`.
  */
 export interface SnapshotStore {
-  /** Registers a run unless one with the same id exists; returns the stored record either way. */
+  /**
+   * Registers a run unless one with the same id exists; returns the stored record either way. Throws
+   * `RunNotFoundError` when a child's parent (at that incarnation) does not exist.
+   */
   create(run: NewRun): Promise<{ created: boolean; run: RunRecord }>;
   /** The run and its journal since the last checkpoint, or `undefined` for an unknown id. */
   load(runId: string): Promise<StoredRun | undefined>;
-  /** Writes a checkpoint at `epoch` and drops the journal entries it supersedes. */
-  save(runId: string, epoch: number, checkpoint: Checkpoint): Promise<void>;
   /**
-   * Appends journal entries at `epoch`, atomically and in order. Entries whose `seq` is not above the
-   * highest seq ever appended to the run (kept across checkpoints) are skipped, so an append retried after
-   * an unknown outcome never duplicates an entry.
+   * Writes a checkpoint and drops the journal entries it supersedes. Writing the final status the run
+   * already has again (a retried write) succeeds and changes nothing.
    */
-  append(runId: string, epoch: number, entries: readonly JournalEntry[]): Promise<void>;
+  save(fence: Fence, checkpoint: Checkpoint): Promise<void>;
   /**
-   * Changes only the status (and error) at `epoch`, keeping the snapshot and the journal: how a run is
-   * marked suspended or cancelled without losing what its journal holds.
+   * Appends journal entries, atomically and in order. Entries whose `seq` is not above the highest seq
+   * ever appended to the run (kept across checkpoints) or the stored checkpoint's `journalSeq` are skipped,
+   * so an append retried after an unknown outcome never duplicates an entry.
    */
-  updateStatus(runId: string, epoch: number, update: StatusUpdate): Promise<void>;
+  append(fence: Fence, entries: readonly JournalEntry[]): Promise<void>;
+  /**
+   * Changes only the status (and error), keeping the snapshot and the journal: how a run is marked
+   * suspended or cancelled without losing what its journal holds.
+   */
+  updateStatus(fence: Fence, update: StatusUpdate): Promise<void>;
   /** Runs matching the filter, oldest first. */
   list(filter?: RunFilter): Promise<RunRecord[]>;
-  /** Removes a run and its journal; true when it existed. */
+  /**
+   * Removes a run with its journal and its child runs; true when it existed. Refused with `LeaseHeldError`
+   * while a live lease holds it (for a child, its root's), decided on the store's clock in the same step.
+   */
   delete(runId: string): Promise<boolean>;
-  /** Flags a run that has not ended for cancellation by its holder; true when the flag was set. */
+  /**
+   * Flags a run that has not ended for cancellation by its holder; true when the flag was set. A child run is
+   * cancelled with its root: false for a child.
+   */
   requestCancel(runId: string): Promise<boolean>;
   /**
    * Deletes runs in the given statuses (the final ones by default) last updated before `olderThan`, with
-   * their journals, so finished runs do not accumulate. Returns how many were deleted.
+   * their journals and child runs, so finished runs do not accumulate; never a held run, and never a child
+   * run on its own (its root may still need it). Returns how many were deleted.
    */
   prune(options: PruneOptions): Promise<number>;
 }
@@ -150,11 +205,9 @@ export interface PruneOptions {
   status?: RunStatus | readonly RunStatus[];
 }
 
-/** Ownership of a run: who holds it, under which fencing epoch, until when. */
-export interface Lease {
-  runId: string;
+/** Ownership of a run: who holds it, under which fence, until when. */
+export interface Lease extends Fence {
   owner: string;
-  epoch: number;
   /** Milliseconds since the epoch, on the store's clock. */
   leaseUntil: number;
   /** From `acquire`: the run's recoveries, this claim included when it took the run from a lost holder. */
@@ -189,8 +242,9 @@ export interface ClaimableOptions {
  */
 export interface LeaseStore {
   /**
-   * Claims the run when nobody holds it, its lease ran out, or its holder is known to be gone.
-   * Returns `undefined` when another live owner holds it; throws `RunNotFoundError` for an unknown run.
+   * Claims the run when nobody holds it, its lease ran out, or its holder is known to be gone. Returns
+   * `undefined` when another live owner holds it, when it ended (a final status is never claimed), and for
+   * a child run (only its root's holder adopts it). Throws `RunNotFoundError` for an unknown run.
    */
   acquire(runId: string, options: AcquireOptions): Promise<Lease | undefined>;
   /**
@@ -198,18 +252,23 @@ export interface LeaseStore {
    * instance that acquired a lease can be relied on to renew it (Postgres ties it to that session).
    */
   renew(lease: Lease, ttlMs: number): Promise<Lease>;
-  /** Gives the run up at once so another owner can claim it without waiting; a lost lease is a no-op. */
+  /**
+   * Gives the run up at once so another owner can claim it without waiting, and frees what the store keeps
+   * for the claim (a lock, a session). A lost lease changes nothing in the store but is still freed locally:
+   * call it after every claim, whatever ended it.
+   */
   release(lease: Lease): Promise<void>;
   /**
-   * Claims a child run for the holder of its parent's lease: raises the child's epoch to the parent's
-   * epoch when it is not higher, and returns `undefined` otherwise (a newer parent holder adopted it).
-   * The child then needs no heartbeat of its own, and a parent holder that lost its lease is fenced out
-   * of the child's writes too. Throws `RunNotFoundError` for an unknown child.
+   * Claims a child run for the holder of its parent's lease, while that lease is current: raises the child's
+   * epoch to the parent's when it is not higher, and returns `undefined` otherwise (a newer parent holder
+   * adopted it). The returned lease names the root in its fence, so a holder that lost the root's lease is
+   * fenced out of the child's writes too. Throws `RunNotFoundError` for an unknown child, and
+   * `INVALID_ARGUMENT` for a run that is not this parent incarnation's child.
    */
   adopt(childRunId: string, parent: Lease): Promise<Lease | undefined>;
   /**
    * Ids of runs a worker may claim now, oldest first: in a claimable status, of one of the definitions,
-   * and not held by a live owner. A hint: `acquire` still decides.
+   * not a child run, and not held by a live owner. A hint: `acquire` still decides.
    */
   claimable(options: ClaimableOptions): Promise<string[]>;
 }

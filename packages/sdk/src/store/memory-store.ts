@@ -1,13 +1,14 @@
 import { systemClock, type Clock } from '../clock.js';
-import { LeaseLostError, RunNotFoundError } from '../errors.js';
+import { LeaseHeldError, LeaseLostError, notAChildError, RunNotFoundError } from '../errors.js';
 import { jsonClone } from '../json.js';
 import type {
   AcquireOptions,
   Checkpoint,
+  ClaimableOptions,
   DurableStore,
+  Fence,
   JournalEntry,
   Lease,
-  ClaimableOptions,
   NewRun,
   PruneOptions,
   RunFilter,
@@ -27,6 +28,8 @@ interface MemoryRun {
   journal: JournalEntry[];
   /** The highest journal seq ever appended, kept across checkpoints. */
   highestSeq: number;
+  /** The journal seq the stored checkpoint accounts for. */
+  checkpointSeq: number;
 }
 
 /**
@@ -37,30 +40,80 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
   const clock = options.clock ?? systemClock;
   const runs = new Map<string, MemoryRun>();
   const listeners = new Set<() => void>();
+  // Incarnations never repeat within a store: a re-created run id is told apart from the one deleted.
+  let incarnations = 0;
   const notify = () => {
     for (const listener of listeners) listener();
   };
 
-  function mustGet(runId: string): MemoryRun {
+  /** The record as the contract shows it: a child's lease fields are its root's. */
+  function view(run: MemoryRun): RunRecord {
+    const record = jsonClone(run.record);
+    if (record.rootRunId !== null) {
+      const root = runs.get(record.rootRunId)?.record;
+      record.owner = root?.owner ?? null;
+      record.leaseUntil = root?.leaseUntil ?? null;
+    }
+    return record;
+  }
+
+  function isHeld(run: MemoryRun, now: number): boolean {
+    const { owner, leaseUntil } = view(run);
+    return owner !== null && leaseUntil !== null && leaseUntil > now;
+  }
+
+  function fence(target: Fence, allowFinal?: string): MemoryRun {
+    const { runId, epoch } = target;
     const run = runs.get(runId);
-    if (run === undefined) throw new RunNotFoundError(runId);
+    if (run === undefined) throw new LeaseLostError(runId, epoch, 'the run no longer exists');
+    if (run.record.incarnation !== target.incarnation) {
+      throw new LeaseLostError(runId, epoch, 'the run was deleted and created again');
+    }
+    if (run.record.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+    if (target.root !== undefined) {
+      const root = runs.get(target.root.runId)?.record;
+      if (root?.incarnation !== target.root.incarnation || root.epoch !== epoch) {
+        throw new LeaseLostError(
+          runId,
+          epoch,
+          `the lease of its root run "${target.root.runId}" was lost`,
+        );
+      }
+    }
+    const status = run.record.status;
+    if (isTerminalStatus(status) && status !== allowFinal) {
+      throw new LeaseLostError(runId, epoch, `the run already ended ${status}`);
+    }
     return run;
   }
 
-  function fence(runId: string, epoch: number): MemoryRun {
-    const run = runs.get(runId);
-    if (run === undefined) throw new LeaseLostError(runId, epoch, 'the run no longer exists');
-    if (run.record.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-    return run;
+  function deleteWithChildren(runId: string): void {
+    runs.delete(runId);
+    for (const [id, run] of runs) if (run.record.parent?.runId === runId) deleteWithChildren(id);
   }
 
   return {
     async create(init: NewRun) {
       const existing = runs.get(init.runId);
-      if (existing !== undefined) return { created: false, run: jsonClone(existing.record) };
+      const staleChild =
+        existing !== undefined &&
+        init.parent !== undefined &&
+        existing.record.parent?.runId === init.parent.runId &&
+        existing.record.parent.incarnation !== init.parent.incarnation;
+      if (existing !== undefined && !staleChild) return { created: false, run: view(existing) };
+      let rootRunId: string | null = null;
+      if (init.parent !== undefined) {
+        const parent = runs.get(init.parent.runId)?.record;
+        if (parent?.incarnation !== init.parent.incarnation) {
+          throw new RunNotFoundError(init.parent.runId);
+        }
+        rootRunId = parent.rootRunId ?? parent.runId;
+      }
+      if (staleChild) deleteWithChildren(init.runId);
       const now = clock.now();
       const record: RunRecord = {
         runId: init.runId,
+        incarnation: String((incarnations += 1)),
         kind: init.kind,
         name: init.name,
         signature: init.signature,
@@ -71,22 +124,38 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         leaseUntil: null,
         recoveries: 0,
         cancelRequested: false,
+        parent:
+          init.parent === undefined
+            ? null
+            : { runId: init.parent.runId, incarnation: init.parent.incarnation },
+        rootRunId,
         createdAt: now,
         updatedAt: now,
       };
-      runs.set(init.runId, { record, journal: [], highestSeq: -Infinity });
+      const run: MemoryRun = {
+        record,
+        journal: [],
+        highestSeq: -Infinity,
+        checkpointSeq: -Infinity,
+      };
+      runs.set(init.runId, run);
       notify();
-      return { created: true, run: jsonClone(record) };
+      return { created: true, run: view(run) };
     },
 
     async load(runId): Promise<StoredRun | undefined> {
       const run = runs.get(runId);
       if (run === undefined) return undefined;
-      return jsonClone({ run: run.record, journal: run.journal });
+      return { run: view(run), journal: jsonClone(run.journal) };
     },
 
-    async save(runId, epoch, checkpoint: Checkpoint) {
-      const run = fence(runId, epoch);
+    async save(target, checkpoint: Checkpoint) {
+      const run = fence(target, checkpoint.status);
+      // Saving the final status it already has again is a retried write: it changes nothing.
+      if (isTerminalStatus(run.record.status)) return;
+      if (checkpoint.journalSeq < run.checkpointSeq) {
+        throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
+      }
       const copy = jsonClone(checkpoint);
       const record: RunRecord = {
         ...run.record,
@@ -100,22 +169,24 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       if (copy.output !== undefined) record.output = copy.output;
       if (copy.error !== undefined) record.error = copy.error;
       run.record = record;
-      run.journal = [];
+      run.checkpointSeq = copy.journalSeq;
+      run.journal = run.journal.filter((entry) => entry.seq > copy.journalSeq);
     },
 
-    async append(runId, epoch, entries) {
-      const run = fence(runId, epoch);
+    async append(target, entries) {
+      const run = fence(target);
       for (const entry of jsonClone(entries)) {
         // A retried append whose first attempt landed repeats seqs that are already stored: skip them.
-        if (entry.seq <= run.highestSeq) continue;
+        if (entry.seq <= run.highestSeq || entry.seq <= run.checkpointSeq) continue;
         run.journal.push(entry);
         run.highestSeq = entry.seq;
       }
       run.record.updatedAt = clock.now();
     },
 
-    async updateStatus(runId, epoch, update) {
-      const run = fence(runId, epoch);
+    async updateStatus(target, update) {
+      const run = fence(target, update.status);
+      if (isTerminalStatus(run.record.status)) return;
       const copy = jsonClone(update);
       run.record.status = copy.status;
       delete run.record.error;
@@ -131,29 +202,39 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
             ? [filter.status]
             : filter.status;
       const matching = [...runs.values()]
-        .map((run) => run.record)
         .filter(
-          (record) =>
+          ({ record }) =>
             (statuses === undefined || statuses.includes(record.status)) &&
             (filter.kind === undefined || record.kind === filter.kind) &&
             (filter.name === undefined || record.name === filter.name),
         )
-        .sort((a, b) => a.createdAt - b.createdAt);
-      return jsonClone(filter.limit === undefined ? matching : matching.slice(0, filter.limit));
+        .sort((a, b) => a.record.createdAt - b.record.createdAt);
+      return (filter.limit === undefined ? matching : matching.slice(0, filter.limit)).map(view);
     },
 
     async delete(runId) {
-      return runs.delete(runId);
+      const run = runs.get(runId);
+      if (run === undefined) return false;
+      if (isHeld(run, clock.now())) throw new LeaseHeldError(runId);
+      deleteWithChildren(runId);
+      return true;
     },
 
     async prune({ olderThan, status }: PruneOptions) {
       const before = typeof olderThan === 'number' ? olderThan : olderThan.getTime();
       const statuses =
         status === undefined ? terminalStatuses : typeof status === 'string' ? [status] : status;
+      const now = clock.now();
       let deleted = 0;
-      for (const [runId, run] of runs) {
-        if (statuses.includes(run.record.status) && run.record.updatedAt < before) {
-          runs.delete(runId);
+      for (const [runId, run] of [...runs]) {
+        if (
+          runs.has(runId) &&
+          run.record.rootRunId === null &&
+          statuses.includes(run.record.status) &&
+          run.record.updatedAt < before &&
+          !isHeld(run, now)
+        ) {
+          deleteWithChildren(runId);
           deleted += 1;
         }
       }
@@ -161,8 +242,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     },
 
     async acquire(runId, { owner, ttlMs, reclaimOwn }: AcquireOptions): Promise<Lease | undefined> {
-      const { record } = mustGet(runId);
+      const run = runs.get(runId);
+      if (run === undefined) throw new RunNotFoundError(runId);
+      const { record } = run;
       const now = clock.now();
+      if (record.rootRunId !== null || isTerminalStatus(record.status)) return undefined;
       if (!isFree(record, now, reclaimOwn === true ? owner : undefined)) return undefined;
       if (record.owner !== null) record.recoveries += 1;
       record.epoch += 1;
@@ -171,6 +255,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       record.updatedAt = now;
       return {
         runId,
+        incarnation: record.incarnation,
         owner,
         epoch: record.epoch,
         leaseUntil: record.leaseUntil,
@@ -185,6 +270,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         .map((run) => run.record)
         .filter(
           (record) =>
+            record.rootRunId === null &&
             claimableStatuses.includes(record.status) &&
             definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
             isFree(record, now, reclaimOwner),
@@ -196,7 +282,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
 
     async requestCancel(runId) {
       const record = runs.get(runId)?.record;
-      if (record === undefined || isTerminalStatus(record.status)) return false;
+      if (record === undefined || record.rootRunId !== null || isTerminalStatus(record.status))
+        return false;
       record.cancelRequested = true;
       record.updatedAt = clock.now();
       return true;
@@ -210,9 +297,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     },
 
     async renew(lease, ttlMs) {
-      const run = runs.get(lease.runId);
-      const record = run?.record;
-      if (record === undefined || record.epoch !== lease.epoch || record.owner !== lease.owner) {
+      const record = runs.get(lease.runId)?.record;
+      if (
+        record === undefined ||
+        record.incarnation !== lease.incarnation ||
+        record.epoch !== lease.epoch ||
+        record.owner !== lease.owner
+      ) {
         throw new LeaseLostError(lease.runId, lease.epoch);
       }
       record.leaseUntil = clock.now() + ttlMs;
@@ -220,23 +311,45 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     },
 
     async adopt(childRunId, parent) {
-      const record = mustGet(childRunId).record;
-      if (record.epoch > parent.epoch) return undefined;
+      const child = runs.get(childRunId);
+      if (child === undefined) throw new RunNotFoundError(childRunId);
+      const { record } = child;
+      if (
+        record.parent?.runId !== parent.runId ||
+        record.parent.incarnation !== parent.incarnation
+      ) {
+        throw notAChildError(childRunId, parent.runId);
+      }
+      const root = parent.root ?? { runId: parent.runId, incarnation: parent.incarnation };
+      const rootRecord = runs.get(root.runId)?.record;
+      const parentRecord = runs.get(parent.runId)?.record;
+      const current =
+        rootRecord?.incarnation === root.incarnation &&
+        rootRecord.epoch === parent.epoch &&
+        rootRecord.owner === parent.owner &&
+        parentRecord?.epoch === parent.epoch;
+      if (!current || record.epoch > parent.epoch) return undefined;
       record.epoch = parent.epoch;
-      record.owner = parent.owner;
-      record.leaseUntil = parent.leaseUntil;
       record.updatedAt = clock.now();
       return {
         runId: childRunId,
+        incarnation: record.incarnation,
         owner: parent.owner,
         epoch: parent.epoch,
         leaseUntil: parent.leaseUntil,
+        root,
       };
     },
 
     async release(lease) {
       const record = runs.get(lease.runId)?.record;
-      if (record === undefined || record.epoch !== lease.epoch || record.owner !== lease.owner)
+      if (
+        record === undefined ||
+        lease.root !== undefined ||
+        record.incarnation !== lease.incarnation ||
+        record.epoch !== lease.epoch ||
+        record.owner !== lease.owner
+      )
         return;
       record.owner = null;
       record.leaseUntil = null;

@@ -2,38 +2,62 @@ import type { Lease } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
 
+/** What `adoptRun` found: the adopted child's lease, or why not. */
+export type Adoption = Lease | 'missing' | 'not-a-child' | undefined;
+
 /**
- * Raises a child run's epoch to its parent's lease epoch, in one statement, when the child's epoch is not
- * higher and the parent lease is still current (same owner and epoch on the parent's row), so a parent
- * holder that lost its lease cannot adopt. Undefined when refused; 'missing' for an unknown child.
+ * Raises a child run's epoch to its parent's lease epoch, in one statement, when the child belongs to this
+ * incarnation of the parent, its epoch is not higher, and the parent's lease is still current (the parent
+ * row, and the root's when the parent is itself a child, at this epoch; the root's owner), so a holder that
+ * lost the root cannot adopt. The child keeps no owner of its own: its root's lease holds it. Undefined when
+ * refused; 'missing' for an unknown child; 'not-a-child' when it is not this parent incarnation's child.
  */
 export async function adoptRun(
   db: Db,
   names: Names,
   childRunId: string,
   parent: Lease,
-): Promise<Lease | undefined | 'missing'> {
+): Promise<Adoption> {
+  const root = parent.root ?? { runId: parent.runId, incarnation: parent.incarnation };
   const rows = await query(
     db,
-    `WITH child AS (SELECT run_id FROM ${names.runs} WHERE run_id = $1::text),
-     adopted AS (
+    `WITH child AS (
+       SELECT c.run_id, c.parent_run_id = $2::text AND c.parent_incarnation::text = $3::text AS ours
+         FROM ${names.runs} c WHERE c.run_id = $1::text
+     ), adopted AS (
        UPDATE ${names.runs} c
-          SET epoch = $3::bigint, owner = $4::text, lease_until = to_timestamp($5::float8 / 1000),
-              holder_pid = NULL, holder_backend_start = NULL, updated_at = clock_timestamp()
-        WHERE c.run_id = $1::text AND c.epoch <= $3::bigint
+          SET epoch = $4::bigint, updated_at = clock_timestamp()
+         FROM child k
+        WHERE c.run_id = k.run_id AND k.ours AND c.epoch <= $4::bigint
           AND EXISTS (SELECT 1 FROM ${names.runs} p
-                       WHERE p.run_id = $2::text AND p.epoch = $3::bigint AND p.owner = $4::text)
-       RETURNING c.run_id
+                       WHERE p.run_id = $2::text AND p.created_seq::text = $3::text AND p.epoch = $4::bigint)
+          AND EXISTS (SELECT 1 FROM ${names.runs} h
+                       WHERE h.run_id = $6::text AND h.created_seq::text = $7::text AND h.epoch = $4::bigint
+                         AND h.owner = $5::text)
+       RETURNING c.created_seq::text
      )
-     SELECT (SELECT count(*)::int FROM child), (SELECT count(*)::int FROM adopted)`,
-    [childRunId, parent.runId, parent.epoch, parent.owner, parent.leaseUntil],
+     SELECT (SELECT count(*)::int FROM child), (SELECT bool_or(ours) FROM child),
+            (SELECT created_seq FROM adopted)`,
+    [
+      childRunId,
+      parent.runId,
+      parent.incarnation,
+      parent.epoch,
+      parent.owner,
+      root.runId,
+      root.incarnation,
+    ],
   );
-  if (rows[0]?.[0] !== 1) return 'missing';
-  if (rows[0]?.[1] !== 1) return undefined;
+  const [found, ours, incarnation] = rows[0] ?? [];
+  if (found !== 1) return 'missing';
+  if (ours !== true) return 'not-a-child';
+  if (typeof incarnation !== 'string') return undefined;
   return {
     runId: childRunId,
+    incarnation,
     owner: parent.owner,
     epoch: parent.epoch,
     leaseUntil: parent.leaseUntil,
+    root,
   };
 }

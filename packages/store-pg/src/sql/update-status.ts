@@ -1,22 +1,45 @@
-import type { StatusUpdate } from '@cairn/sdk';
+import { LeaseLostError, type Fence, type StatusUpdate } from '@cairn/sdk';
 import { jsonParam, query, type Db } from '../db.js';
+import {
+  checkedWrites,
+  fenceCheckColumns,
+  fenceCheckOf,
+  fenceColumns,
+  fenceRow,
+  lockedRuns,
+  mayApply,
+  refusalOf,
+} from '../fence.js';
 import type { Names } from '../names.js';
 
-/** Changes status and error at `epoch`, keeping snapshot and journal. False when the lease is lost. */
+/**
+ * Changes status and error under the fence (see `fence.ts`), keeping snapshot and journal. Undefined when it
+ * applied, or when the run already has this final status (a retried write); else why it was refused.
+ */
 export async function updateStatus(
   db: Db,
   names: Names,
-  runId: string,
-  epoch: number,
+  fence: Fence,
   update: StatusUpdate,
-): Promise<boolean> {
+): Promise<LeaseLostError | undefined> {
   const rows = await query(
     db,
-    `UPDATE ${names.runs}
-        SET status = $3::text, error = $4::text::jsonb, updated_at = clock_timestamp()
-      WHERE run_id = $1::text AND epoch = $2::bigint
-     RETURNING 1`,
-    [runId, epoch, update.status, jsonParam(update.error)],
+    `WITH ops AS (
+       SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns})
+     ), ${lockedRuns(names)}, ${checkedWrites()}, fenced AS (
+       UPDATE ${names.runs} r
+          SET status = $2::text, error = $3::text::jsonb, updated_at = clock_timestamp()
+         FROM checked c
+        WHERE r.run_id = c.run_id AND ${mayApply}
+       RETURNING c.ord
+     )
+     SELECT o.ord, ${fenceCheckColumns}, f.ord IS NOT NULL
+       FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord`,
+    [JSON.stringify([fenceRow(0, fence)]), update.status, jsonParam(update.error)],
   );
-  return rows.length === 1;
+  const row = rows[0]!;
+  if (row[5] === true) return undefined;
+  const refusal = refusalOf(fence, fenceCheckOf(row, 1), { status: update.status });
+  if (refusal === 'unchanged') return undefined;
+  return refusal ?? new LeaseLostError(fence.runId, fence.epoch);
 }

@@ -2,27 +2,29 @@ import { lua } from '../client.js';
 import { prelude } from './prelude.js';
 
 /**
- * Fenced journal append: ARGV[5..] are pairs of seq and entry JSON, in order. An entry whose seq is not above
- * the highest seq ever appended (the hash's `seq`, kept across checkpoints) is skipped.
- * Returns {'missing'|'stale'|'late'} or {'ok', status, order}.
+ * Fenced journal append: ARGV[7..] are pairs of seq and entry JSON, in order, added to the journal's sorted set
+ * scored by seq. An entry whose seq is not above the highest seq ever appended (the hash's `seq`, kept across
+ * checkpoints) or the stored checkpoint's seq is skipped, so a retried append never duplicates an entry.
+ * Returns a refusal (see `fence`) or {'ok'}.
  */
 export const appendJournal = lua(
   'append',
   `${prelude}
-local refused = fence()
-if refused then return {refused} end
-local h = redis.call('HMGET', KEYS[1], 'seq', 'status', 'order')
+local refused = fence(nil)
+if refused then return refused end
+local h = redis.call('HMGET', KEYS[1], 'seq', 'checkpointSeq')
 local highest = tonumber(h[1])
-for i = 5, #ARGV, 2 do
+local floor = math.max(highest or -math.huge, tonumber(h[2]) or -math.huge)
+for i = 7, #ARGV, 2 do
   local seq = tonumber(ARGV[i])
-  if highest == nil or seq > highest then
-    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+  if seq > floor then
+    redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1])
+    floor = seq
     highest = seq
   end
 end
 if highest ~= nil then redis.call('HSET', KEYS[1], 'seq', num(highest)) end
 redis.call('HSET', KEYS[1], 'updatedAt', num(now_ms()))
-settle(h[2])
-return {'ok', h[2], h[3]}
+return {'ok'}
 `,
 );

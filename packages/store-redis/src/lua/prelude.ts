@@ -1,14 +1,21 @@
 import { terminalStatuses } from '@cairn/sdk';
 import { allStatuses } from '../keys.js';
 
+/** Where the status indexes start in a script's KEYS (on a single node; on Cluster there are none). */
+export const firstIndexKey = 7;
+
 /**
- * Lua shared by every script. Key layout: KEYS[1] the run hash, KEYS[2] its journal list, KEYS[3] its lease
- * key, then on a single node the status indexes in the order of `allStatuses` (on Cluster they live in
- * other slots and the store updates them in a second step). Numbers are formatted with `num`, since Lua's
- * default formatting loses digits past 14.
+ * Lua shared by every script. Key layout: KEYS[1] the run hash, KEYS[2] its journal (a sorted set of entry
+ * JSON scored by seq), KEYS[3] its lease key, KEYS[4] the set of its child run ids; KEYS[5] and KEYS[6] keys
+ * of related runs (its root's, its parent's: each script says which), then the status indexes in the order of
+ * `allStatuses`. Related keys and indexes live in other slots, so only a single node gets them: on Cluster,
+ * and for a script with no related run, KEYS[5] and KEYS[6] repeat KEYS[1] and KEYS[4] (`linked` is false)
+ * and the store does what needs the other runs in separate steps. Numbers are formatted with `num`, since
+ * Lua's default formatting loses digits past 14.
  *
  * Fenced writes take ARGV[1] epoch, ARGV[2] the holder's token or '', ARGV[3] the holder's deadline (its
- * lease's end, ms on the server's clock) or '', ARGV[4] the settled-run TTL in ms or ''.
+ * lease's end, ms on the server's clock) or '', ARGV[4] the settled-run TTL in ms or '', ARGV[5] the run's
+ * incarnation, ARGV[6] the root's incarnation for a child's write (KEYS[5] is then the root's hash) or ''.
  */
 export const prelude = `
 local function num(x) return string.format('%.0f', x) end
@@ -20,10 +27,11 @@ local function order_us()
   local t = redis.call('TIME')
   return t[1] .. string.format('%06d', tonumber(t[2]))
 end
-local index_of = { ${allStatuses.map((s, i) => `${s} = ${i + 4}`).join(', ')} }
+local linked = KEYS[5] ~= KEYS[1]
+local index_of = { ${allStatuses.map((s, i) => `${s} = ${i + firstIndexKey}`).join(', ')} }
 local terminal = { ${terminalStatuses.map((s) => `${s} = true`).join(', ')} }
 local function reindex(id, old, new, order)
-  if #KEYS < 4 or old == new then return end
+  if #KEYS < ${firstIndexKey} or old == new then return end
   if old then redis.call('ZREM', KEYS[index_of[old]], id) end
   if new then redis.call('ZADD', KEYS[index_of[new]], order, id) end
 end
@@ -31,22 +39,25 @@ local function token_owner(token)
   local _, _, owner = string.match(token, '^(%d+):(%w+):(.*)$')
   return owner
 end
-local function fence()
-  if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
-  local h = redis.call('HMGET', KEYS[1], 'epoch', 'token')
-  if h[1] ~= ARGV[1] then return 'stale' end
-  if ARGV[2] ~= '' and h[2] ~= ARGV[2] then return 'stale' end
-  if ARGV[3] ~= '' and now_ms() >= tonumber(ARGV[3]) then return 'late' end
+-- Refuses a write unless the run is the incarnation and epoch named (and the holder's claim, before its
+-- deadline), a child's root still is too, and the run has not ended: a final status is only written again
+-- by a retry of the write that set it (allow).
+local function fence(allow)
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+  local h = redis.call('HMGET', KEYS[1], 'incarnation', 'epoch', 'token', 'status')
+  if h[1] ~= ARGV[5] then return {'recreated'} end
+  if h[2] ~= ARGV[1] then return {'stale'} end
+  if ARGV[2] ~= '' and h[3] ~= ARGV[2] then return {'stale'} end
+  if ARGV[6] ~= '' and linked then
+    local root = redis.call('HMGET', KEYS[5], 'incarnation', 'epoch')
+    if root[1] ~= ARGV[6] or root[2] ~= ARGV[1] then return {'root'} end
+  end
+  if ARGV[3] ~= '' and now_ms() >= tonumber(ARGV[3]) then return {'late'} end
+  if terminal[h[4]] and h[4] ~= allow then return {'ended', h[4]} end
   return nil
 end
 local function settle(status)
-  if ARGV[4] == '' then return end
-  if terminal[status] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[4])
-    redis.call('PEXPIRE', KEYS[2], ARGV[4])
-  else
-    redis.call('PERSIST', KEYS[1])
-    redis.call('PERSIST', KEYS[2])
-  end
+  if ARGV[4] == '' or not terminal[status] then return end
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4]}) do redis.call('PEXPIRE', key, ARGV[4]) end
 end
 `;

@@ -2,23 +2,30 @@ import { lua } from '../client.js';
 import { prelude } from './prelude.js';
 
 /**
- * A fenced checkpoint: replaces status, signature, snapshot, output and error, and empties the journal.
- * ARGV[5..]: status, signature, snapshot JSON, output JSON or '', error JSON or ''.
- * Returns {'missing'|'stale'|'late'} or {'ok', old status, order}.
+ * A fenced checkpoint: replaces status, signature, snapshot, output and error, records the journal seq it
+ * accounts for and drops the journal entries up to it (later ones, written while it was on its way, stay).
+ * A checkpoint older than the stored one is a statement that arrived late: refused. Writing the final status
+ * the run already has again is a retry: it changes nothing.
+ * ARGV[7..]: status, signature, snapshot JSON, output JSON or '', error JSON or '', journal seq.
+ * Returns a refusal ({'missing'|'recreated'|'stale'|'root'|'late'|'older'} or {'ended', status}) or
+ * {'ok', old status, order}.
  */
 export const saveCheckpoint = lua(
   'save',
   `${prelude}
-local refused = fence()
-if refused then return {refused} end
-local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order')
-redis.call('HSET', KEYS[1], 'status', ARGV[5], 'signature', ARGV[6], 'snapshot', ARGV[7],
-  'updatedAt', num(now_ms()))
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[8]) else redis.call('HDEL', KEYS[1], 'output') end
-if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[9]) else redis.call('HDEL', KEYS[1], 'error') end
-redis.call('DEL', KEYS[2])
-settle(ARGV[5])
-reindex(h[1], h[2], ARGV[5], h[3])
+local refused = fence(ARGV[7])
+if refused then return refused end
+local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'checkpointSeq')
+if terminal[h[2]] then return {'ok', h[2], h[3]} end
+local seq = ARGV[12]
+if h[4] and tonumber(seq) < tonumber(h[4]) then return {'older'} end
+redis.call('HSET', KEYS[1], 'status', ARGV[7], 'signature', ARGV[8], 'snapshot', ARGV[9],
+  'checkpointSeq', seq, 'updatedAt', num(now_ms()))
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[10]) else redis.call('HDEL', KEYS[1], 'output') end
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) else redis.call('HDEL', KEYS[1], 'error') end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', seq)
+settle(ARGV[7])
+reindex(h[1], h[2], ARGV[7], h[3])
 return {'ok', h[2], h[3]}
 `,
 );

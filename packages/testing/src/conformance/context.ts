@@ -43,9 +43,9 @@ export function newRun(overrides: Partial<NewRun> = {}): NewRun {
   };
 }
 
-/** A checkpoint carrying `step`. */
+/** A checkpoint carrying `step`, accounting for the journal up to `journalSeq` (0 unless given). */
 export function checkpoint(step: number, overrides: Partial<Checkpoint> = {}): Checkpoint {
-  return { status: 'running', signature: 'sig-1', snapshot: { step }, ...overrides };
+  return { status: 'running', signature: 'sig-1', snapshot: { step }, journalSeq: 0, ...overrides };
 }
 
 /** Journal entries with these seqs: `started` for odd, `settled` for even. */

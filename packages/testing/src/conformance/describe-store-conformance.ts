@@ -1,6 +1,8 @@
 import { describe } from 'vitest';
 import { useHarness } from './context.js';
 import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js';
+import { childTests } from './child-tests.js';
+import { fencingTests } from './fencing-tests.js';
 import { leaseTests } from './lease-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { workerTests } from './worker-tests.js';
@@ -18,6 +20,8 @@ export function describeStoreConformance(
     const ctx = useHarness(factory);
     describe('snapshots', () => snapshotTests(ctx));
     describe('leases', () => leaseTests(ctx, options.claimers ?? 8));
+    describe('fencing', () => fencingTests(ctx));
+    describe('child runs', () => childTests(ctx));
     describe('workers', () => workerTests(ctx));
   });
 }

@@ -1,5 +1,11 @@
 import { expect, it } from 'vitest';
-import { LeaseLostError, RunNotFoundError, type DurableStore, type Lease } from '@cairn/sdk';
+import {
+  LeaseLostError,
+  RunNotFoundError,
+  type DurableStore,
+  type Fence,
+  type Lease,
+} from '@cairn/sdk';
 import {
   checkpoint,
   entries,
@@ -9,14 +15,11 @@ import {
   type ConformanceContext,
 } from './context.js';
 
-/** Every fenced write path, each given the epoch it writes under. */
-const writePaths: Record<
-  string,
-  (store: DurableStore, runId: string, epoch: number) => Promise<void>
-> = {
-  save: (store, runId, epoch) => store.save(runId, epoch, checkpoint(99)),
-  append: (store, runId, epoch) => store.append(runId, epoch, entries(101, 102)),
-  updateStatus: (store, runId, epoch) => store.updateStatus(runId, epoch, { status: 'cancelled' }),
+/** Every fenced write path, each given the fence it writes under. */
+export const writePaths: Record<string, (store: DurableStore, fence: Fence) => Promise<void>> = {
+  save: (store, fence) => store.save(fence, checkpoint(99, { journalSeq: 200 })),
+  append: (store, fence) => store.append(fence, entries(301, 302)),
+  updateStatus: (store, fence) => store.updateStatus(fence, { status: 'suspended' }),
 };
 
 /** Registers the `LeaseStore` half of the contract: claims, fencing, races, renewals, releases, adoption. */
@@ -45,12 +48,12 @@ export function leaseTests(ctx: ConformanceContext, claimers: number): void {
     await ctx.harness().expireLeases();
     const second = await b.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs });
     expect(second?.epoch).toBeGreaterThan(first.epoch);
-    await b.save(init.runId, second!.epoch, checkpoint(5));
-    await b.append(init.runId, second!.epoch, entries(1, 2));
+    await b.save(second!, checkpoint(5));
+    await b.append(second!, entries(1, 2));
 
     for (const [name, write] of Object.entries(writePaths)) {
-      await expect(write(a, init.runId, first.epoch), name).rejects.toBeInstanceOf(LeaseLostError);
-      await expect(write(b, init.runId, second!.epoch + 1), name).rejects.toBeInstanceOf(
+      await expect(write(a, first), name).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(write(b, { ...second!, epoch: second!.epoch + 1 }), name).rejects.toBeInstanceOf(
         LeaseLostError,
       );
     }
@@ -66,7 +69,7 @@ export function leaseTests(ctx: ConformanceContext, claimers: number): void {
     });
     expect(loaded?.journal).toEqual(entries(1, 2));
     await b.renew(second!, longTtlMs);
-    await b.updateStatus(init.runId, second!.epoch, { status: 'completed' });
+    await b.updateStatus(second!, { status: 'completed' });
   });
 
   it(`lets exactly one of ${claimers} claimers racing at a barrier win`, async () => {
@@ -136,25 +139,30 @@ export function leaseTests(ctx: ConformanceContext, claimers: number): void {
     const a = await ctx.store();
     const b = await ctx.store();
     const parent = newRun();
-    const child = newRun({ kind: 'agent', name: 'child' });
     await a.create(parent);
-    await a.create(child);
-    await expect(
-      a.adopt('no-such-child', { runId: parent.runId, owner: 'a', epoch: 1, leaseUntil: 0 }),
-    ).rejects.toBeInstanceOf(RunNotFoundError);
     const first = (await a.acquire(parent.runId, { owner: 'a', ttlMs: shortTtlMs }))!;
+    const child = newRun({
+      kind: 'agent',
+      name: 'child',
+      parent: { runId: first.runId, incarnation: first.incarnation },
+    });
+    await a.create(child);
+    await expect(a.adopt('no-such-child', first)).rejects.toBeInstanceOf(RunNotFoundError);
     const adopted = await a.adopt(child.runId, first);
-    expect(adopted).toMatchObject({ runId: child.runId, owner: 'a', epoch: first.epoch });
-    await a.append(child.runId, adopted!.epoch, entries(1));
+    expect(adopted).toMatchObject({
+      runId: child.runId,
+      owner: 'a',
+      epoch: first.epoch,
+      root: { runId: parent.runId, incarnation: first.incarnation },
+    });
+    await a.append(adopted!, entries(1));
     await ctx.harness().expireLeases();
     const second = (await b.acquire(parent.runId, { owner: 'b', ttlMs: longTtlMs }))!;
     const readopted = await b.adopt(child.runId, second);
     expect(readopted?.epoch).toBe(second.epoch);
     expect(await a.adopt(child.runId, first)).toBeUndefined();
-    await expect(a.append(child.runId, adopted!.epoch, entries(2))).rejects.toBeInstanceOf(
-      LeaseLostError,
-    );
-    await b.append(child.runId, readopted!.epoch, entries(2));
+    await expect(a.append(adopted!, entries(2))).rejects.toBeInstanceOf(LeaseLostError);
+    await b.append(readopted!, entries(2));
     expect((await b.load(child.runId))?.journal).toEqual(entries(1, 2));
   });
 }

@@ -41,7 +41,7 @@ export function snapshotTests(ctx: ConformanceContext): void {
     await store.create(init);
     const lease = await store.acquire(init.runId, { owner, ttlMs: longTtlMs });
     expect(lease).toBeDefined();
-    await store.append(init.runId, lease!.epoch, entries(1, 2));
+    await store.append(lease!, entries(1, 2));
     const error: SerializedError = {
       name: 'Boom',
       code: 'TOOL_FAILED',
@@ -54,24 +54,25 @@ export function snapshotTests(ctx: ConformanceContext): void {
       text: 'üñí 😀 "quoted"',
       camelCase: { snake_case: [1.5, true, null] },
     };
-    await store.save(init.runId, lease!.epoch, {
-      status: 'failed',
+    await store.save(lease!, {
+      status: 'suspended',
       signature: 'sig-2',
       snapshot,
       output: { answer: 42 },
       error,
+      journalSeq: 2,
     });
     const loaded = await store.load(init.runId);
     expect(loaded?.journal).toEqual([]);
     expect(loaded?.run).toMatchObject({
-      status: 'failed',
+      status: 'suspended',
       signature: 'sig-2',
       snapshot,
       output: { answer: 42 },
       error,
       epoch: lease!.epoch,
     });
-    await store.save(init.runId, lease!.epoch, checkpoint(4));
+    await store.save(lease!, checkpoint(4, { journalSeq: 2 }));
     const again = await store.load(init.runId);
     expect(again?.run.snapshot).toEqual({ step: 4 });
     expect(again?.run.output).toBeUndefined();
@@ -83,11 +84,11 @@ export function snapshotTests(ctx: ConformanceContext): void {
     const init = newRun();
     await store.create(init);
     const lease = (await store.acquire(init.runId, { owner, ttlMs: longTtlMs }))!;
-    await store.append(init.runId, lease.epoch, entries(1, 2));
-    await store.append(init.runId, lease.epoch, entries(2, 3));
-    await store.append(init.runId, lease.epoch, entries(1, 2, 3));
-    await store.append(init.runId, lease.epoch, []);
-    await store.append(init.runId, lease.epoch, entries(4, 5, 6));
+    await store.append(lease, entries(1, 2));
+    await store.append(lease, entries(2, 3));
+    await store.append(lease, entries(1, 2, 3));
+    await store.append(lease, []);
+    await store.append(lease, entries(4, 5, 6));
     const loaded = await store.load(init.runId);
     expect(loaded?.journal).toEqual(entries(1, 2, 3, 4, 5, 6));
   });
@@ -97,21 +98,21 @@ export function snapshotTests(ctx: ConformanceContext): void {
     const init = newRun();
     await store.create(init);
     const lease = (await store.acquire(init.runId, { owner, ttlMs: longTtlMs }))!;
-    await store.save(init.runId, lease.epoch, checkpoint(7));
-    await store.append(init.runId, lease.epoch, entries(1, 2));
+    await store.save(lease, checkpoint(7));
+    await store.append(lease, entries(1, 2));
     const error: SerializedError = {
       name: 'Stop',
       code: 'RUN_SUSPENDED',
       message: 'later',
       retryable: true,
     };
-    await store.updateStatus(init.runId, lease.epoch, { status: 'suspended', error });
+    await store.updateStatus(lease, { status: 'suspended', error });
     const loaded = await store.load(init.runId);
     expect(loaded?.run.status).toBe('suspended');
     expect(loaded?.run.error).toEqual(error);
     expect(loaded?.run.snapshot).toEqual({ step: 7 });
     expect(loaded?.journal).toEqual(entries(1, 2));
-    await store.updateStatus(init.runId, lease.epoch, { status: 'running' });
+    await store.updateStatus(lease, { status: 'running' });
     expect((await store.load(init.runId))?.run.error).toBeUndefined();
   });
 
@@ -122,7 +123,7 @@ export function snapshotTests(ctx: ConformanceContext): void {
     const c = newRun({ runId: 'list-c', kind: 'agent', name: 'beta' });
     for (const run of [a, b, c]) await store.create(run);
     const lease = (await store.acquire(b.runId, { owner, ttlMs: longTtlMs }))!;
-    await store.save(b.runId, lease.epoch, checkpoint(1, { status: 'completed', output: 'done' }));
+    await store.save(lease, checkpoint(1, { status: 'completed', output: 'done' }));
 
     const ids = (runs: { runId: string }[]) => runs.map((run) => run.runId);
     expect(ids(await store.list())).toEqual(['list-a', 'list-b', 'list-c']);
@@ -143,18 +144,17 @@ export function snapshotTests(ctx: ConformanceContext): void {
     const init = newRun();
     await store.create(init);
     const lease = (await store.acquire(init.runId, { owner, ttlMs: longTtlMs }))!;
-    await store.append(init.runId, lease.epoch, entries(1, 2));
+    await store.append(lease, entries(1, 2));
     await store.release(lease);
     expect(await store.delete(init.runId)).toBe(true);
     expect(await store.delete(init.runId)).toBe(false);
     expect(await store.load(init.runId)).toBeUndefined();
-    await expect(store.save(init.runId, lease.epoch, checkpoint(1))).rejects.toBeInstanceOf(
-      LeaseLostError,
-    );
+    await expect(store.save(lease, checkpoint(1))).rejects.toBeInstanceOf(LeaseLostError);
     await store.create(init);
     const recreated = await store.load(init.runId);
     expect(recreated?.journal).toEqual([]);
     expect(recreated?.run.epoch).toBe(0);
+    expect(recreated?.run.incarnation).not.toBe(lease.incarnation);
   });
 
   it('prunes finished runs updated before a time and keeps the rest', async () => {
@@ -169,7 +169,7 @@ export function snapshotTests(ctx: ConformanceContext): void {
       [failed, 'failed'],
     ] as const) {
       const lease = (await store.acquire(run.runId, { owner, ttlMs: longTtlMs }))!;
-      await store.save(run.runId, lease.epoch, checkpoint(1, { status }));
+      await store.save(lease, checkpoint(1, { status }));
       await store.release(lease);
     }
     const records = await store.list();

@@ -18,11 +18,12 @@ export function workerTests(ctx: ConformanceContext): void {
     });
     await store.acquire(held.runId, { owner: 'w1', ttlMs: longTtlMs });
     const done = (await store.acquire(finished.runId, { owner: 'w1', ttlMs: longTtlMs }))!;
-    await store.save(finished.runId, done.epoch, {
+    await store.save(done, {
       status: 'completed',
       signature: 'sig-1',
       snapshot: {},
       output: 1,
+      journalSeq: 0,
     });
     await store.release(done);
 
@@ -65,10 +66,11 @@ export function workerTests(ctx: ConformanceContext): void {
     expect(await client.requestCancel(init.runId)).toBe(true);
     expect((await a.renew(lease, longTtlMs)).cancelRequested).toBe(true);
     expect((await client.load(init.runId))?.run.cancelRequested).toBe(true);
-    await a.save(init.runId, lease.epoch, {
+    await a.save(lease, {
       status: 'cancelled',
       signature: 'sig-1',
       snapshot: {},
+      journalSeq: 0,
     });
     expect(await client.requestCancel(init.runId)).toBe(false);
     expect(await client.requestCancel('no-such-run')).toBe(false);

@@ -1,0 +1,66 @@
+import type { Context, Tracer } from '@opentelemetry/api';
+import type { Clock } from '../clock.js';
+import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
+import type { Attempt } from './attempt.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import type { StoreRetryPolicy } from './run-writer.js';
+import type { BoundaryHook, DurableDefinition } from './step-function.js';
+
+/** Everything one attempt at a run needs. */
+export interface DurableRunOptions<Input> {
+  store: DurableStore;
+  runId: string;
+  /** `execute` creates the run when it does not exist; `resume` requires it. */
+  mode: 'execute' | 'resume';
+  input?: Input;
+  /** Proceed although the stored signature differs from the definition's. */
+  force: boolean;
+  clock: Clock;
+  owner: string;
+  leaseMs: number;
+  storeRetry: StoreRetryPolicy;
+  deleteOnComplete: boolean;
+  tracer: Tracer;
+  /** The span context the run span starts under. @defaultValue the active context */
+  parentContext?: Context;
+  onBoundary?: BoundaryHook;
+  /** Aborting it cancels the run: in-flight effects see their signal abort, the run ends `cancelled`. */
+  signal?: AbortSignal;
+  /**
+   * Aborting it hands the run over: no effect starts any more, those in flight finish and are written, and
+   * the lease is released at once so another worker can claim it (a worker shutting down).
+   */
+  handOverSignal?: AbortSignal;
+  /** Lease renewal interval. @defaultValue leaseMs / 3 */
+  heartbeatMs?: number;
+  /** Claims from holders that never released it, past which the run is dead-lettered. @defaultValue no limit */
+  maxRecoveries?: number;
+  /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
+  reclaimOwn?: boolean;
+  /** The run's record as the caller just read it, which saves reading it again before the claim. */
+  record?: RunRecord;
+  /** Called once the run is claimed, with the lease and the record as it was claimed. */
+  onClaim?(lease: Lease, record: RunRecord): void;
+}
+
+/** How a run ended, from the attempt that saw it end (or from the store, for a finished run). */
+export interface DurableRunResult<State, Output> {
+  runId: string;
+  output: Output;
+  state: State;
+  /** The epoch this attempt held; null when the run had already completed and nothing was performed. */
+  epoch: number | null;
+  /** True when the run had checkpoints from an earlier attempt. */
+  resumed: boolean;
+}
+
+/** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
+export type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
+
+/** Runs a child run under a parent attempt; the claiming side supplies it, so the loop need not import it. */
+export type ChildStarter = <State, Input, Output>(
+  definition: DurableDefinition<State, Input, Output>,
+  options: DurableRunOptions<Input>,
+  parent: Attempt,
+  parentLease: () => Lease,
+) => Promise<DurableRunResult<State, Output>>;

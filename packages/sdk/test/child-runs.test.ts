@@ -1,0 +1,85 @@
+import { defineAgent, definePlanner, defineTool, memoryStore, type ModelRequest } from '@cairn/sdk';
+import { createFakeClock, scriptedModel, type ScriptedTurn } from '@cairn/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { gate, ticks } from './interleave.js';
+
+const firstUserText = (request: ModelRequest) => {
+  const first = request.messages.find((m) => m.role === 'user');
+  return first?.role === 'user' ? first.content : '';
+};
+
+/** A planner whose one node `hotel` hands the goal's city to a child `concierge` agent. */
+function trip(options: { onBook?: () => Promise<void> } = {}) {
+  const clock = createFakeClock();
+  const store = memoryStore({ clock });
+  const booked: string[] = [];
+  const book = defineTool({
+    name: 'book_hotel',
+    description: 'Books a hotel.',
+    input: z.object({ city: z.string() }),
+    execute: async ({ city }) => {
+      await options.onBook?.();
+      booked.push(city);
+      return { booked: `${city} hotel` };
+    },
+  });
+  const concierge = defineAgent({
+    name: 'concierge',
+    model: scriptedModel((request, turn): ScriptedTurn => {
+      const city = firstUserText(request).replace('book ', '');
+      return turn === 0
+        ? { toolCalls: [{ id: 'h1', name: 'book_hotel', args: { city } }] }
+        : { text: `${city} hotel booked` };
+    }),
+    tools: [book],
+  });
+  const planningModel = scriptedModel((request): ScriptedTurn => {
+    const city = /book (\w+)/.exec(firstUserText(request))?.[1] ?? '?';
+    const plan = {
+      nodes: [{ id: 'hotel', capability: 'concierge', input: `book ${city}`, dependsOn: [] }],
+    };
+    return { text: JSON.stringify(plan) };
+  });
+  const planner = (durable: { deleteOnComplete?: boolean } = {}) =>
+    definePlanner({
+      name: 'trip',
+      model: planningModel,
+      capabilities: [{ name: 'concierge', description: 'Books hotels.', executable: concierge }],
+      durable: { store, clock, leaseMs: 10_000, ...durable },
+    });
+  return { clock, store, booked, planner };
+}
+
+describe('a child run under a live parent', () => {
+  it('cannot be claimed or listed as claimable by anyone else, however long the parent runs', async () => {
+    const hold = gate();
+    const { clock, store, booked, planner } = trip({ onBook: () => hold.promise });
+    const running = planner().execute('book Lisbon', { runId: 'P' });
+    await ticks(20);
+    // The parent keeps renewing its lease for three lease periods while its child works.
+    for (let i = 0; i < 6; i += 1) {
+      await clock.advance(5_000);
+      await ticks();
+    }
+    expect(await store.acquire('P/hotel', { owner: 'intruder', ttlMs: 10_000 })).toBeUndefined();
+    expect(
+      await store.claimable({ limit: 10, definitions: [{ kind: 'agent', name: 'concierge' }] }),
+    ).toEqual([]);
+    hold.open();
+    const result = await running;
+    expect(result.nodes.map((n) => [n.id, n.status])).toEqual([['hotel', 'completed']]);
+    expect(booked).toEqual(['Lisbon']);
+  });
+});
+
+describe('a run executed again under the same id after it was deleted', () => {
+  it('runs its children again instead of reusing the previous run’s child outputs', async () => {
+    const { booked, planner } = trip();
+    const lisbon = await planner({ deleteOnComplete: true }).execute('book Lisbon', { runId: 'T' });
+    expect(lisbon.output).toEqual({ hotel: 'Lisbon hotel booked' });
+    const tokyo = await planner({ deleteOnComplete: true }).execute('book Tokyo', { runId: 'T' });
+    expect(tokyo.output).toEqual({ hotel: 'Tokyo hotel booked' });
+    expect(booked).toEqual(['Lisbon', 'Tokyo']);
+  });
+});

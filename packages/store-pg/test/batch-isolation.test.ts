@@ -1,0 +1,178 @@
+import { isCairnError, LeaseLostError, type Checkpoint, type JournalEntry } from '@cairn/sdk';
+import type { PgStore } from '@cairn/store-pg';
+import { describe, expect, it } from 'vitest';
+import { usePgHarnessPerTest } from './support.js';
+
+const pg = usePgHarnessPerTest('cairn_batch_isolation');
+
+const long = 60_000;
+const run = (runId: string) => ({
+  runId,
+  kind: 'agent',
+  name: 'batch',
+  signature: 's',
+  snapshot: { step: 0 },
+});
+const mark = (seq: number, effectId: string): JournalEntry => ({
+  seq,
+  type: 'started',
+  effectId,
+  at: seq,
+});
+const checkpoint = (snapshot: Checkpoint['snapshot']): Checkpoint => ({
+  status: 'running',
+  signature: 's',
+  snapshot,
+  journalSeq: 0,
+});
+/** What a promise settled with: its value, or the error it was rejected with. */
+const outcome = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    (value) => value,
+    (error: unknown) => error,
+  );
+
+describe('one bad payload in a batch (invariant 14)', () => {
+  const bad = { NUL: 'nul \u0000 char', 'lone surrogate': `lone ${'😀'.slice(0, 1)} half` };
+
+  for (const [kind, text] of Object.entries(bad)) {
+    for (const write of ['save', 'append'] as const) {
+      it(`fails only its own run, with a typed error naming it: ${write} with a ${kind}`, async () => {
+        const store = pg.harness().store();
+        const ids = ['occupier', ...Array.from({ length: 8 }, (_, n) => `b${n}`)];
+        for (const id of ids) await store.create(run(id));
+        const leases = await Promise.all(
+          ids.map((id) => store.acquire(id, { owner: 'w', ttlMs: long })),
+        );
+        const leaseOf = (id: string) => leases[ids.indexOf(id)]!;
+        const badId = 'b3';
+        const send = (id: string, payload: string) =>
+          write === 'save'
+            ? store.save(leaseOf(id), checkpoint({ text: payload }))
+            : store.append(leaseOf(id), [
+                {
+                  seq: 1,
+                  type: 'settled',
+                  effectId: 'e1',
+                  at: 1,
+                  outcome: { status: 'ok', value: payload },
+                },
+              ]);
+        // The first write goes alone; the eight arriving while it is in flight share the next statement.
+        const occupier = send('occupier', 'ok');
+        const settled = await Promise.allSettled(
+          ids.slice(1).map((id) => send(id, id === badId ? text : `ok ${id}`)),
+        );
+        await occupier;
+
+        const failed = ids.slice(1).filter((_, n) => settled[n]!.status === 'rejected');
+        expect(failed).toEqual([badId]);
+        const reason = (settled[3] as PromiseRejectedResult).reason as unknown;
+        expect(isCairnError(reason) && reason.code).toBe('STORE_FAILED');
+        expect(isCairnError(reason) && reason.data.runId).toBe(badId);
+        expect(String((reason as Error).message)).toContain(`"${badId}"`);
+        for (const id of ids.slice(1).filter((id) => id !== badId)) {
+          const loaded = await store.load(id);
+          if (write === 'save') expect(loaded?.run.snapshot).toEqual({ text: `ok ${id}` });
+          else expect(loaded?.journal).toHaveLength(1);
+        }
+        // The bad run keeps its claim and its last good state: the runtime suspends it, nothing is lost.
+        expect((await store.load(badId))?.run).toMatchObject({ owner: 'w', snapshot: { step: 0 } });
+      });
+    }
+  }
+});
+
+describe('a stale and a current write of one run sent together (invariant 1)', () => {
+  /** A run held by `store` at epoch 2, and the stale lease of epoch 1. */
+  async function heldTwice(store: PgStore, id: string) {
+    await store.create(run(id));
+    const first = (await store.acquire(id, { owner: 'w', ttlMs: long }))!;
+    await store.release(first);
+    return { stale: first, current: (await store.acquire(id, { owner: 'w', ttlMs: long }))! };
+  }
+
+  for (const write of ['save', 'append'] as const) {
+    it(`${write}: the stale one is refused and the current one stored, in either order`, async () => {
+      const store = pg.harness().store();
+      await store.create(run('busy'));
+      const busy = (await store.acquire('busy', { owner: 'w', ttlMs: long }))!;
+      const problems: string[] = [];
+      for (let i = 0; i < 20; i += 1) {
+        const id = `${write}-${i}`;
+        const { stale, current } = await heldTwice(store, id);
+        const send = (lease: typeof stale, by: string) =>
+          outcome(
+            write === 'save'
+              ? store.save(lease, checkpoint({ by }))
+              : store.append(lease, [mark(1, by)]),
+          );
+        // Both arrive while a write of another run is in flight, in either order.
+        const first =
+          write === 'save'
+            ? store.save(busy, checkpoint({ i }))
+            : store.append(busy, [mark(i + 1, `busy-${i}`)]);
+        const pair =
+          i % 2 === 0
+            ? (() => {
+                const s = send(stale, 'stale');
+                return Promise.all([s, send(current, 'current')]);
+              })()
+            : (() => {
+                const c = send(current, 'current');
+                return Promise.all([send(stale, 'stale'), c]);
+              })();
+        const [staleOutcome, currentOutcome] = await pair;
+        await first;
+        const loaded = await store.load(id);
+        const stored =
+          write === 'save' ? loaded?.run.snapshot : loaded?.journal.map((entry) => entry.effectId);
+        const expected = write === 'save' ? { by: 'current' } : ['current'];
+        if (!(staleOutcome instanceof LeaseLostError))
+          problems.push(`${id}: stale ${write} accepted`);
+        if (currentOutcome !== undefined)
+          problems.push(`${id}: current failed: ${String(currentOutcome)}`);
+        if (JSON.stringify(stored) !== JSON.stringify(expected))
+          problems.push(`${id}: stored ${JSON.stringify(stored)}`);
+      }
+      expect(problems).toEqual([]);
+    });
+  }
+});
+
+describe('the batch statements themselves', () => {
+  // The batcher never puts two writes of one run in a statement; the statements must not rely on it. These
+  // reach below the public API on purpose: they hand one statement a stale and a current write of one run.
+  it('fence every write on its own row and report it by its own position', async () => {
+    const { schemaNames } = await import('../src/names.js');
+    const { saveCheckpoints } = await import('../src/sql/save-checkpoint.js');
+    const { appendJournals } = await import('../src/sql/append-journal.js');
+    const names = schemaNames(pg.harness().schema);
+    const store = pg.harness().store();
+    await store.create(run('r'));
+    const stale = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
+    await store.release(stale);
+    const current = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
+    const items = { upserts: [], lengths: {}, expectedVersion: null };
+    const saves = await saveCheckpoints(pg.sql(), names, [
+      { fence: stale, checkpoint: checkpoint({ by: 'stale' }), inline: { by: 'stale' }, items },
+      {
+        fence: current,
+        checkpoint: checkpoint({ by: 'current' }),
+        inline: { by: 'current' },
+        items,
+      },
+    ]);
+    expect(saves[0]).toMatchObject({ type: 'refused' });
+    expect(saves[1]).toMatchObject({ type: 'saved' });
+    const appends = await appendJournals(pg.sql(), names, [
+      { fence: current, entries: [mark(1, 'current')] },
+      { fence: stale, entries: [mark(1, 'stale')] },
+    ]);
+    expect(appends[0]).toBeUndefined();
+    expect(appends[1]).toBeInstanceOf(LeaseLostError);
+    const loaded = await store.load('r');
+    expect(loaded?.run.snapshot).toEqual({ by: 'current' });
+    expect(loaded?.journal.map((entry) => entry.effectId)).toEqual(['current']);
+  });
+});

@@ -1,0 +1,68 @@
+import type { Gate, LuaScript } from './client.js';
+import type { Holdings } from './holdings.js';
+import type { KeySpace } from './keys.js';
+
+/** What the store's modules share: the client, the key space, and the leases this instance holds. */
+export interface StoreContext {
+  gate: Gate;
+  keys: KeySpace;
+  /**
+   * A script on Cluster sees only its run's slot: another run's keys and the status indexes are then read or
+   * written in separate steps.
+   */
+  cluster: boolean;
+  holdings: Holdings;
+}
+
+/** A script's reply: a word saying what happened, then its data. */
+export type Reply = [string, ...unknown[]];
+
+/**
+ * The KEYS of a script on `runId` (the layout the prelude describes): `related` names two keys of another run
+ * the script may read or write, which only a single node can give it.
+ */
+export function scriptKeys(
+  ctx: StoreContext,
+  runId: string,
+  related?: readonly [string, string],
+): string[] {
+  const own = ctx.keys.run(runId);
+  const base = [own.run, own.journal, own.lease, own.children];
+  if (ctx.cluster) return [...base, own.run, own.children];
+  return [...base, ...(related ?? [own.run, own.children]), ...ctx.keys.indexes()];
+}
+
+/** Runs a script on one run's keys. */
+export async function runScript(
+  ctx: StoreContext,
+  operation: string,
+  script: LuaScript,
+  runId: string,
+  args: string[],
+  related?: readonly [string, string],
+): Promise<Reply> {
+  return (await ctx.gate.script(operation, script, scriptKeys(ctx, runId, related), args)) as Reply;
+}
+
+/** Some fields of a run's hash (absent ones left out); empty for a run that does not exist. */
+export async function readFields(
+  ctx: StoreContext,
+  runId: string,
+  names: readonly string[],
+): Promise<Map<string, string>> {
+  const values = await ctx.gate.call('read a run', (client) =>
+    client.hmget(ctx.keys.run(runId).run, ...names),
+  );
+  const fields = new Map<string, string>();
+  names.forEach((name, i) => {
+    const value = values[i];
+    if (value !== null && value !== undefined) fields.set(name, value);
+  });
+  return fields;
+}
+
+/** The server's clock, in milliseconds: the one that decides when a lease ran out. */
+export async function serverNow(ctx: StoreContext): Promise<number> {
+  const [seconds, micros] = await ctx.gate.call('read the server clock', (client) => client.time());
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
