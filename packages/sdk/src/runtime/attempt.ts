@@ -58,6 +58,11 @@ export class Attempt {
     return this.fence.epoch;
   }
 
+  /** When the lease holding this attempt may run out, on the local clock (a child's is its root's). */
+  get leaseDeadline(): number {
+    return this.deadline();
+  }
+
   get signal(): AbortSignal {
     return this.controller.signal;
   }

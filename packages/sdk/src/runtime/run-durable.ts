@@ -156,7 +156,7 @@ function runChildDurable<State, Input, Output>(
       }
       const attempt = new Attempt({
         fence: lease,
-        deadline: () => Number.POSITIVE_INFINITY,
+        deadline: () => parent.leaseDeadline,
         hook: options.onBoundary,
         parent,
       });

@@ -131,10 +131,12 @@ export async function runUnderLease<State, Input, Output>(
       const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
       const state = result.state;
-      const journalSeq = writer.lastSeq;
-      const runtimeSnapshot = (pending: PerformCommand[]): JsonValue => {
+      // The snapshot and the journal seq it accounts for are taken together, right before it is written:
+      // marks recorded after that (while it is on its way) stay in the journal.
+      const runtimeSnapshot = (pending: PerformCommand[]) => {
         const carried = writer!.entriesOf(pending.map((command) => command.id));
-        return storableJson({
+        const journalSeq = writer!.lastSeq;
+        const taken = storableJson({
           format: 1,
           state,
           pending,
@@ -142,6 +144,7 @@ export async function runUnderLease<State, Input, Output>(
           ...(carried.length === 0 ? {} : { carried }),
           ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
         }) as unknown as JsonValue;
+        return { snapshot: taken, journalSeq };
       };
 
       if (end !== undefined) {
@@ -153,9 +156,8 @@ export async function runUnderLease<State, Input, Output>(
         await writer.checkpoint({
           status: 'completed',
           signature: definition.signature,
-          snapshot: runtimeSnapshot([]),
+          ...runtimeSnapshot([]),
           output,
-          journalSeq,
         });
         tracing.closeAll();
         await release();
@@ -173,9 +175,8 @@ export async function runUnderLease<State, Input, Output>(
         await writer.checkpoint({
           status: 'failed',
           signature: definition.signature,
-          snapshot: runtimeSnapshot([]),
+          ...runtimeSnapshot([]),
           error: storableJson(end.error),
-          journalSeq,
         });
         tracing.closeAll(end.error);
         await release();
@@ -194,8 +195,7 @@ export async function runUnderLease<State, Input, Output>(
           {
             status: 'running',
             signature: definition.signature,
-            snapshot: runtimeSnapshot(pending),
-            journalSeq,
+            ...runtimeSnapshot(pending),
           },
           pending.map((command) => command.id),
         );

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { pgStore, type PgStore } from '@cairn/store-pg';
+import { itKeepsInvariants, useTestDatabase, type SimulationBackend } from '@cairn/testing';
+import type { Sql } from 'postgres';
+import { afterAll, beforeAll } from 'vitest';
+import { connect } from './support.js';
+
+const database = useTestDatabase({ prefix: 'cairn_simulation' });
+let sql: Sql;
+beforeAll(() => {
+  sql = connect(database(), { max: 20 });
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+/**
+ * Postgres under simulation: a schema per schedule, a store instance per process with its own lock session
+ * (named, so a schedule can end one), leases that run out by the lease row (the database's clock).
+ */
+function postgresSimulation(): SimulationBackend {
+  return {
+    name: 'postgres',
+    async open() {
+      const schema = `sim_${randomBytes(5).toString('hex')}`;
+      const url = new URL(database().url);
+      const stores: PgStore[] = [];
+      const open = (process: string) => {
+        const store = pgStore({
+          sql,
+          schema,
+          lockConnection: {
+            host: url.hostname,
+            port: Number(url.port || 5432),
+            database: url.pathname.slice(1),
+            user: decodeURIComponent(url.username),
+            ...(url.password === '' ? {} : { pass: decodeURIComponent(url.password) }),
+            connection: { application_name: `${schema}-${process}` },
+          },
+        });
+        stores.push(store);
+        return store;
+      };
+      await open('migrate').migrate();
+      return {
+        connect: async (process) => open(process),
+        async expireLeases(owners) {
+          await sql.unsafe(
+            `UPDATE "${schema}".runs SET lease_until = now() - interval '1 millisecond'
+              WHERE owner = ANY($1::text[])`,
+            [owners as string[]],
+          );
+        },
+        disconnect: (store) => (store as PgStore).close(),
+        async loseLockSession(_store, process) {
+          await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE application_name = ${`${schema}-${process}`}`;
+        },
+        async close() {
+          await Promise.all(stores.map((store) => store.close()));
+          await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        },
+      };
+    },
+  };
+}
+
+itKeepsInvariants(postgresSimulation(), { schedules: 12, parallel: 4, msPerSchedule: 4_000 });

@@ -1,0 +1,41 @@
+import { itKeepsInvariants, type SimulationBackend } from '@cairn/testing';
+// The test reaches into the key layout to do what only time would: let a frozen holder's lease run out.
+import { keySpace } from '../src/keys.js';
+import { createRedisHarness, skippedBecause, unreachable } from './support.js';
+
+const reason = await unreachable();
+
+/** Redis under simulation: a key prefix per schedule, a client per process, leases run out by the oracle. */
+function redisSimulation(): SimulationBackend {
+  return {
+    name: 'redis',
+    async open() {
+      const harness = await createRedisHarness('simulation');
+      const keys = keySpace(harness.prefix);
+      const admin = await harness.store();
+      return {
+        connect: () => harness.store(),
+        async expireLeases(owners) {
+          const [seconds] = await harness.admin.time();
+          const past = String(Number(seconds) * 1000 - 1);
+          for (const run of await admin.list()) {
+            if (run.rootRunId !== null || run.owner === null || !owners.includes(run.owner))
+              continue;
+            const runKeys = keys.run(run.runId);
+            await harness.admin.pexpire(runKeys.lease, 1);
+            await harness.admin.hset(runKeys.run, 'leaseUntil', past);
+          }
+        },
+        // A Redis client holds no session a lease depends on: a dead process's leases run out with time.
+        disconnect: async () => undefined,
+        close: () => harness.close(),
+      };
+    },
+  };
+}
+
+if (reason === undefined) {
+  itKeepsInvariants(redisSimulation(), { schedules: 12, parallel: 4, msPerSchedule: 4_000 });
+} else {
+  skippedBecause(reason);
+}

@@ -1,0 +1,19 @@
+/**
+ * Which seeds a simulation test runs: `count` from seed 1 in `pnpm test`; `CAIRN_SIM_SCHEDULES` schedules
+ * from `CAIRN_SIM_FIRST_SEED` in the long mode (`pnpm simulate`); `CAIRN_SIM_SEED` alone to replay one.
+ */
+export function simulationSeeds(
+  count: number,
+  msPerSchedule = 2_000,
+): { seeds: number[]; timeoutMs: number } {
+  const env = globalThis.process.env;
+  if (env.CAIRN_SIM_SEED !== undefined) {
+    return { seeds: [Number(env.CAIRN_SIM_SEED)], timeoutMs: 600_000 };
+  }
+  const total = Number(env.CAIRN_SIM_SCHEDULES ?? count);
+  const first = Number(env.CAIRN_SIM_FIRST_SEED ?? 1);
+  return {
+    seeds: Array.from({ length: total }, (_, i) => first + i),
+    timeoutMs: Math.max(120_000, total * msPerSchedule),
+  };
+}

@@ -1,0 +1,173 @@
+import type { DurableStore, Fence, JournalEntry, RunStatus } from '@cairn/sdk';
+import type { FakeClock } from '../fake-clock.js';
+import type { Ledger } from './ledger.js';
+import { ProcessClock } from './process-clock.js';
+import type { Random } from './random.js';
+import type { Scheduler } from './scheduler.js';
+
+/** What a dead process's store calls fail with: nothing it does reaches the store any more. */
+export class ProcessDied extends Error {
+  constructor(process: string) {
+    super(`process ${process} died`);
+    this.name = 'ProcessDied';
+  }
+}
+
+/** What one simulated process's attempt at a run ended with, for the schedule's log. */
+export interface AttemptEnd {
+  runId: string;
+  outcome: string;
+}
+
+/**
+ * One simulated worker process: its own store instance (its own sessions, on a real server), its own view of
+ * the clock, the attempts it runs. It can be frozen (nothing it does proceeds: timers, store calls), thawed,
+ * killed (nothing it does reaches the store again), or told to hand its runs over.
+ */
+export class SimProcess {
+  readonly clock: ProcessClock;
+  readonly handOver = new AbortController();
+  readonly attempts = new Map<string, Promise<void>>();
+  state: 'alive' | 'frozen' | 'dead' = 'alive';
+  handingOver = false;
+  /** The store as this process uses it: calls held while frozen, refused once dead, writes seen by the ledger. */
+  readonly store: DurableStore;
+  private thawed: Array<() => void> = [];
+
+  constructor(
+    readonly name: string,
+    readonly owner: string,
+    readonly inner: DurableStore,
+    clock: FakeClock,
+    private readonly ledger: Ledger,
+    private readonly scheduler: Scheduler,
+    /** Chance that a write waits for the schedule to let it reach the store. */
+    private readonly holdWrites: number,
+    private readonly random: Random,
+  ) {
+    this.clock = new ProcessClock(clock);
+    this.store = this.wrap();
+  }
+
+  get dead(): boolean {
+    return this.state === 'dead';
+  }
+
+  /** Can start new attempts: alive and not handing over. */
+  get available(): boolean {
+    return this.state === 'alive' && !this.handingOver;
+  }
+
+  freeze(): void {
+    if (this.state !== 'alive') return;
+    this.state = 'frozen';
+    this.clock.freeze();
+  }
+
+  thaw(): void {
+    if (this.state !== 'frozen') return;
+    this.state = 'alive';
+    this.clock.thaw();
+    for (const go of this.thawed.splice(0)) go();
+  }
+
+  kill(): void {
+    this.state = 'dead';
+    this.clock.kill();
+    this.thawed = [];
+  }
+
+  private async gate(): Promise<void> {
+    if (this.state === 'dead') throw new ProcessDied(this.name);
+    if (this.state === 'frozen') await new Promise<void>((resolve) => this.thawed.push(resolve));
+    // It may have died while it was frozen.
+    if (this.dead) throw new ProcessDied(this.name);
+  }
+
+  private wrap(): DurableStore {
+    const inner = this.inner;
+    const ledger = this.ledger;
+    const call = <T>(run: () => Promise<T>): Promise<T> =>
+      this.scheduler.track(
+        (async () => {
+          await this.gate();
+          return run();
+        })(),
+      );
+    const write = (
+      kind: 'save' | 'append' | 'updateStatus',
+      fence: Fence,
+      payload: { status?: RunStatus; entries?: readonly JournalEntry[] },
+      send: () => Promise<void>,
+    ): Promise<void> =>
+      (async () => {
+        await this.gate();
+        if (this.random.chance(this.holdWrites)) {
+          // The write is on its way: the schedule decides when it reaches the store.
+          const { released } = this.scheduler.hold('write', this.name, `${kind} ${fence.runId}`);
+          await released;
+        }
+        return this.scheduler.track(
+          (async () => {
+            await this.gate();
+            const sent = ledger.sending(fence);
+            await send();
+            ledger.accepted(kind, fence, sent, payload);
+          })(),
+        );
+      })();
+    return {
+      create: (run) =>
+        call(async () => {
+          const result = await inner.create(run);
+          if (result.created) ledger.created(result.run);
+          return result;
+        }),
+      load: (runId) => call(() => inner.load(runId)),
+      list: (filter) => call(() => inner.list(filter)),
+      delete: (runId) =>
+        call(async () => {
+          const deleted = await inner.delete(runId);
+          if (deleted) ledger.deleted(runId);
+          return deleted;
+        }),
+      requestCancel: (runId) => call(() => inner.requestCancel(runId)),
+      prune: (options) => call(() => inner.prune(options)),
+      claimable: (options) => call(() => inner.claimable(options)),
+      acquire: (runId, options) =>
+        call(async () => {
+          const lease = await inner.acquire(runId, options);
+          if (lease !== undefined) ledger.claimed('acquire', lease, this.name);
+          return lease;
+        }),
+      adopt: (childRunId, parent) =>
+        call(async () => {
+          const lease = await inner.adopt(childRunId, parent);
+          if (lease !== undefined) ledger.claimed('adopt', lease, this.name);
+          return lease;
+        }),
+      renew: (lease, ttlMs) => call(() => inner.renew(lease, ttlMs)),
+      release: (lease) => call(() => inner.release(lease)),
+      // A write leaves the process when it is sent: what it carries is copied then, as a real store's
+      // driver serializes it, and a write held on its way carries that copy.
+      save: (fence, checkpoint) => {
+        const sent = structuredClone({ fence, checkpoint });
+        return write('save', sent.fence, { status: checkpoint.status }, () =>
+          inner.save(sent.fence, sent.checkpoint),
+        );
+      },
+      append: (fence, entries) => {
+        const sent = structuredClone({ fence, entries });
+        return write('append', sent.fence, { entries: sent.entries }, () =>
+          inner.append(sent.fence, sent.entries),
+        );
+      },
+      updateStatus: (fence, update) => {
+        const sent = structuredClone({ fence, update });
+        return write('updateStatus', sent.fence, { status: update.status }, () =>
+          inner.updateStatus(sent.fence, sent.update),
+        );
+      },
+    };
+  }
+}

@@ -1,0 +1,3 @@
+import { itKeepsInvariants, memorySimulation } from '@cairn/testing';
+
+itKeepsInvariants(memorySimulation(), { schedules: 40 });
