@@ -43,6 +43,7 @@ export type {
   AcquireOptions,
   Checkpoint,
   ClaimableOptions,
+  ClaimOptions,
   DurableStore,
   EffectOutcome,
   Fence,

@@ -10,7 +10,9 @@ export type AnySql = Sql<any>;
 
 /**
  * Runs one parameterized statement and returns its rows as arrays of values. Rows come back as arrays and
- * JSON as text so a user's `transform` option (camel case, ...) never renames columns or snapshot keys.
+ * JSON as text so a user's `transform` option (camel case, ...) never renames columns or snapshot keys. The
+ * statement is prepared once per connection and then sent in one round trip, unless the caller's
+ * `postgres()` has `prepare: false` (as a transaction-pooling proxy needs).
  */
 export async function query(
   db: Db,
@@ -18,7 +20,7 @@ export async function query(
   params: readonly unknown[] = [],
 ): Promise<unknown[][]> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const rows = await db.unsafe(text, params as any[]).values();
+  const rows = await db.unsafe(text, params as any[], { prepare: true }).values();
   return rows as unknown as unknown[][];
 }
 

@@ -26,14 +26,18 @@ export function fenceRow(ord: number, fence: Fence) {
   };
 }
 
-/** A CTE `locked`: the rows of the writes' runs and roots, locked in run id order, with what fences need. */
-export function lockedRuns(names: Names): string {
+/**
+ * A CTE `locked`: the rows of the writes' runs and roots, locked in run id order, with what fences need.
+ * Without `wait`, a row another transaction holds is skipped (its write is reported busy and sent again on
+ * its own), so one run's locked row never holds up a batch of others.
+ */
+export function lockedRuns(names: Names, wait: boolean): string {
   return `locked AS (
        SELECT r.run_id, r.created_seq, r.epoch, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version
          FROM ${names.runs} r
         WHERE r.run_id IN (SELECT o.run_id FROM ops o
                            UNION SELECT o.root_run_id FROM ops o WHERE o.root_run_id IS NOT NULL)
-        ORDER BY r.run_id FOR UPDATE OF r
+        ORDER BY r.run_id FOR UPDATE OF r${wait ? '' : ' SKIP LOCKED'}
      )`;
 }
 
@@ -50,38 +54,50 @@ export function checkedWrites(): string {
      )`;
 }
 
-/** What a fenced statement found for one write: its run, whether the fence held, the run's state. */
+/**
+ * What a fenced statement found for one write: its run, whether the fence held, the run's state, and whether
+ * its row (or its root's) was skipped because another transaction held it.
+ */
 export interface FenceCheck {
   found: boolean;
   fenced: boolean;
   status: RunStatus | null;
   checkpointSeq: number | null;
+  busy: boolean;
 }
 
-/** Reads a `FenceCheck` from four columns of a result row, starting at `from`. */
+/** Reads a `FenceCheck` from five columns of a result row, starting at `from`. */
 export function fenceCheckOf(row: readonly unknown[], from: number): FenceCheck {
   return {
     found: row[from] === true,
     fenced: row[from + 1] === true,
     status: (row[from + 2] as RunStatus | null) ?? null,
     checkpointSeq: (row[from + 3] as number | null) ?? null,
+    busy: row[from + 4] === true,
   };
 }
 
-/** The four columns `fenceCheckOf` reads, from `checked c`. */
-export const fenceCheckColumns =
-  'c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8';
+/** The five columns `fenceCheckOf` reads, from `checked c` of `ops o`. */
+export function fenceCheckColumns(names: Names): string {
+  const exists = (id: string) => `EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = ${id})`;
+  return `c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
+          (c.run_id IS NULL AND ${exists('o.run_id')})
+          OR (o.root_run_id IS NOT NULL AND ${exists('o.root_run_id')}
+              AND NOT EXISTS (SELECT 1 FROM locked h WHERE h.run_id = o.root_run_id))`;
+}
 
 /**
- * Why a write was not applied, or `unchanged` for a write of the final status its run already has (a retried
- * write, which succeeds and changes nothing), or undefined when nothing refuses it.
+ * Why a write was not applied: refused by its fence, `busy` (its row was skipped: send it again on its own),
+ * `unchanged` for a write of the final status its run already has (a retried write, which succeeds and
+ * changes nothing), or undefined when nothing refuses it.
  */
 export function refusalOf(
   fence: Fence,
   check: FenceCheck,
   write: { status?: RunStatus; journalSeq?: number },
-): LeaseLostError | 'unchanged' | undefined {
+): LeaseLostError | 'unchanged' | 'busy' | undefined {
   const { runId, epoch } = fence;
+  if (check.busy) return 'busy';
   if (!check.found) return new LeaseLostError(runId, epoch, 'the run no longer exists');
   if (!check.fenced) {
     return new LeaseLostError(

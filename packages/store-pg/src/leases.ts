@@ -3,209 +3,190 @@ import {
   LeaseLostError,
   RunNotFoundError,
   type AcquireOptions,
+  type ClaimOptions,
   type Fence,
   type Lease,
 } from '@cairn/sdk';
 import type { Db } from './db.js';
 import { toStoreError } from './errors.js';
-import type { LockConnection } from './lock-connection.js';
-import { lockKey, type LockKey } from './lock-key.js';
 import type { Names } from './names.js';
-import { advisoryUnlock, tryAdvisoryLock } from './sql/advisory-lock.js';
+import type { LivenessSession } from './session.js';
 import { claimRun, runExists } from './sql/claim-run.js';
-import { releaseLease } from './sql/release-lease.js';
-import { renewLease } from './sql/renew-lease.js';
-
-/**
- * A claim this store instance holds, tied to the lock connection's session (`generation`) that renews it;
- * `locked` when that session also holds the run's advisory lock (a claim taken from a frozen holder, whose
- * session still has the lock, holds the lease row only).
- */
-interface Held {
-  owner: string;
-  incarnation: string;
-  epoch: number;
-  key: LockKey;
-  generation: number;
-  locked: boolean;
-}
+import { claimRuns } from './sql/claim-runs.js';
+import { probeSessions } from './sql/probe-sessions.js';
+import { releaseLeases } from './sql/release-leases.js';
+import { renewLeases, type Renewal, type RenewalOutcome } from './sql/renew-leases.js';
+import { WriteBatcher } from './write-batcher.js';
 
 /** What the lease logic needs from its store. */
 export interface LeaseContext {
   sql: Db;
   names: Names;
-  lock: LockConnection;
+  /** The instance's liveness session; none in lease-only mode. */
+  session: LivenessSession | undefined;
+  instance: string;
+  /** How long a session must have been found dead before another instance's batch claim takes its runs. */
+  graceMs: number;
+  /** How often batch claims look for sessions that are gone. */
+  probeMs: number;
 }
 
-const pending = Symbol('pending');
+const fenceKey = (fence: Fence) => `${fence.runId}@${fence.incarnation}#${fence.epoch}`;
+
+function checkTtl(ttlMs: number): void {
+  if (!(ttlMs > 0) || !Number.isFinite(ttlMs)) {
+    throw new CairnError('INVALID_ARGUMENT', `ttlMs must be a positive number, got ${ttlMs}.`);
+  }
+}
 
 /**
- * Claims, renewals and releases (DESIGN.md, "Claiming a run"): the advisory lock is the fast hint, the lease
- * row with its incarnation and epoch is the fence. An in-process map refuses a second local claim of a run
- * and ties every claim to the lock connection session it was made on; when that session goes, the claim is
- * fenced. Every way a claim ends (release, a refused renewal or write) frees its entry and its lock.
+ * Claims, renewals and releases (store-pg README, "How a claim works"). The lease row with its incarnation
+ * and epoch is the fence; the instance's liveness session tells claimers whether a holder is alive. Claims,
+ * renewals and releases of many runs share statements on the pool, and a row another transaction holds is
+ * skipped, never waited for, so one run's trouble never holds up another's lease.
  */
 export class Leases {
-  private readonly held = new Map<string, Held | typeof pending>();
+  /** Leases a final checkpoint already gave up: their `release` needs no statement. */
+  private readonly released = new Set<string>();
+  private readonly renewals: WriteBatcher<Renewal, RenewalOutcome>;
+  private readonly releases: WriteBatcher<Lease, boolean>;
+  private probed = 0;
+  private probing: Promise<unknown> | undefined;
+  private swept = 0;
 
-  constructor(private readonly ctx: LeaseContext) {}
-
-  /** True when this instance claimed the run under this fence and its lock connection has since been lost. */
-  isFenced(fence: Fence): boolean {
-    const held = this.mine(fence);
-    return held !== undefined && !this.ctx.lock.isLive(held.generation);
+  constructor(private readonly ctx: LeaseContext) {
+    const { sql, names } = ctx;
+    this.renewals = new WriteBatcher(
+      async (renewals) => {
+        try {
+          return (await renewLeases(sql, names, renewals)).map((value) => ({ value }));
+        } catch (error) {
+          throw toStoreError(error, 'renew leases', names.schema);
+        }
+      },
+      { keyOf: (renewal) => renewal.lease.runId },
+    );
+    this.releases = new WriteBatcher(
+      async (leases) => {
+        try {
+          return (await releaseLeases(sql, names, leases)).map((value) => ({ value }));
+        } catch (error) {
+          throw toStoreError(error, 'release leases', names.schema);
+        }
+      },
+      { keyOf: (lease) => lease.runId },
+    );
   }
 
   async acquire(
     runId: string,
     { owner, ttlMs, reclaimOwn }: AcquireOptions,
   ): Promise<Lease | undefined> {
-    if (!(ttlMs > 0))
-      throw new CairnError('INVALID_ARGUMENT', `ttlMs must be positive, got ${ttlMs}.`);
-    const local = this.held.get(runId);
-    if (local === pending) return undefined;
-    if (local !== undefined && this.ctx.lock.isLive(local.generation)) return undefined;
-    this.held.set(runId, pending);
+    checkTtl(ttlMs);
+    const { sql, names } = this.ctx;
     try {
-      return await this.claim(runId, owner, ttlMs, reclaimOwn === true);
-    } finally {
-      if (this.held.get(runId) === pending) this.held.delete(runId);
+      const session = (await this.ctx.session?.id()) ?? null;
+      const request = { runId, owner, ttlMs, reclaimOwn: reclaimOwn === true, session };
+      const lease = await claimRun(sql, names, request);
+      if (lease !== undefined) return lease;
+      if (!(await runExists(sql, names, runId))) throw new RunNotFoundError(runId);
+      return undefined;
+    } catch (error) {
+      throw toStoreError(error, 'claim a run', names.schema, runId);
     }
   }
 
-  async renew(lease: Lease, ttlMs: number): Promise<Lease> {
-    const held = this.mine(lease);
-    if (held === undefined || held.owner !== lease.owner) {
-      throw new LeaseLostError(lease.runId, lease.epoch, 'this store does not hold it');
-    }
-    // A claim whose lock connection is gone stays in the map, fenced, until it is released or claimed again.
-    if (!this.ctx.lock.isLive(held.generation)) {
-      throw new LeaseLostError(lease.runId, lease.epoch, 'the lock connection was lost');
-    }
-    let renewed: { leaseUntil: number; cancelRequested: boolean } | undefined;
+  async claim(options: ClaimOptions): Promise<Lease[]> {
+    checkTtl(options.ttlMs);
+    const { sql, names, session } = this.ctx;
     try {
-      const { result } = await this.ctx.lock.run(
-        'renew a lease',
-        async (db) =>
-          (await renewLease(db, this.ctx.names, lease, ttlMs)) ?? {
-            pid: await this.pidOf(db),
-            lost: true,
-          },
-        held.generation,
-      );
-      renewed = 'lost' in result ? undefined : result;
+      const sessionId = (await session?.id()) ?? null;
+      await this.probe();
+      const now = Date.now();
+      const sweepExpired = now - this.swept >= options.ttlMs / 2;
+      if (sweepExpired) this.swept = now;
+      return await claimRuns(sql, names, {
+        owner: options.owner,
+        ttlMs: options.ttlMs,
+        limit: options.limit,
+        definitions: options.definitions,
+        reclaimOwner: options.reclaimOwner ?? null,
+        session: sessionId,
+        instance: this.ctx.instance,
+        // After its own session (re)opened, an instance leaves other instances' runs alone for a grace: after a
+        // failover every instance first takes its own runs back.
+        takeOthers: session === undefined || session.age(now) >= this.ctx.graceMs,
+        graceMs: this.ctx.graceMs,
+        sweepExpired,
+        skip: options.skip ?? [],
+      });
     } catch (error) {
-      throw new LeaseLostError(
-        lease.runId,
-        lease.epoch,
-        `the renewal could not be confirmed (${error instanceof Error ? error.message : String(error)})`,
-      );
-    }
-    if (renewed === undefined) {
-      await this.forget(lease);
-      throw new LeaseLostError(lease.runId, lease.epoch);
-    }
-    return { ...lease, leaseUntil: renewed.leaseUntil, cancelRequested: renewed.cancelRequested };
-  }
-
-  async release(lease: Lease): Promise<void> {
-    const held = this.mine(lease);
-    if (held !== undefined && held.owner === lease.owner) this.held.delete(lease.runId);
-    try {
-      await releaseLease(this.ctx.sql, this.ctx.names, lease);
-    } catch (error) {
-      throw toStoreError(error, 'release a lease', this.ctx.names.schema, lease.runId);
-    } finally {
-      if (held !== undefined && held.owner === lease.owner) await this.unlockQuietly(held);
+      throw toStoreError(error, 'claim runs', names.schema);
     }
   }
 
   /**
-   * Drops this instance's claim under `fence` and its advisory lock: the store refused a write made under it,
-   * so it is lost (the run taken over, deleted or ended) and must not keep the run locked here.
+   * Extends a lease. A renewal whose row another transaction holds is tried again shortly; one that cannot be
+   * confirmed within a third of the lease is lost (DESIGN.md: a renewal that cannot be confirmed is a loss).
    */
-  async forget(fence: Fence): Promise<void> {
-    const held = this.mine(fence);
-    if (held === undefined) return;
-    this.held.delete(fence.runId);
-    await this.unlockQuietly(held);
-  }
-
-  /** This instance's claim under exactly this fence (a child's fence names its root's: no claim here). */
-  private mine(fence: Fence): Held | undefined {
-    const held = this.held.get(fence.runId);
-    return held !== undefined &&
-      held !== pending &&
-      held.epoch === fence.epoch &&
-      held.incarnation === fence.incarnation
-      ? held
-      : undefined;
-  }
-
-  private async claim(
-    runId: string,
-    owner: string,
-    ttlMs: number,
-    reclaimOwn: boolean,
-  ): Promise<Lease | undefined> {
-    const key = lockKey(runId);
-    const { lock, names } = this.ctx;
-    // Taken on the session that will renew the claim; without it (a frozen holder's session still has the
-    // lock, or another run's key collides) only a lease that ran out can be claimed, by the row alone.
-    const { result, generation } = await lock.run('take an advisory lock', (db) =>
-      tryAdvisoryLock(db, key),
-    );
-    const held: Held = { owner, incarnation: '', epoch: 0, key, generation, locked: result.locked };
-    let claimed;
-    try {
-      // The epoch bump commits on the pool, next to other claims; the holder it records is the lock session.
-      claimed = await claimRun(this.ctx.sql, names, {
-        runId,
-        owner,
-        ttlMs,
-        reclaimOwn,
-        holderPid: result.pid,
-        lockHeld: result.locked,
-      });
-    } catch (error) {
-      await this.unlockQuietly(held);
-      throw toStoreError(error, 'claim a run', names.schema, runId);
-    }
-    if (claimed === undefined) {
-      await this.unlockQuietly(held);
-      let exists;
+  async renew(lease: Lease, ttlMs: number): Promise<Lease> {
+    checkTtl(ttlMs);
+    const giveUp = Date.now() + ttlMs / 3;
+    for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
+      let outcome: RenewalOutcome;
       try {
-        exists = await runExists(this.ctx.sql, names, runId);
+        outcome = await this.renewals.submit({ lease, ttlMs });
       } catch (error) {
-        throw toStoreError(error, 'claim a run', names.schema, runId);
+        throw new LeaseLostError(
+          lease.runId,
+          lease.epoch,
+          `the renewal could not be confirmed (${error instanceof Error ? error.message : String(error)})`,
+        );
       }
-      if (!exists) throw new RunNotFoundError(runId);
-      return undefined;
+      if (outcome.type === 'renewed') {
+        return {
+          ...lease,
+          leaseUntil: outcome.leaseUntil,
+          cancelRequested: outcome.cancelRequested,
+        };
+      }
+      if (outcome.type === 'lost') throw new LeaseLostError(lease.runId, lease.epoch);
+      if (Date.now() + wait > giveUp) {
+        throw new LeaseLostError(
+          lease.runId,
+          lease.epoch,
+          'its row stayed locked by another transaction, so the renewal could not be confirmed',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    held.epoch = claimed.epoch;
-    held.incarnation = claimed.incarnation;
-    this.held.set(runId, held);
-    return {
-      runId,
-      incarnation: claimed.incarnation,
-      owner,
-      epoch: claimed.epoch,
-      leaseUntil: claimed.leaseUntil,
-      recoveries: claimed.recoveries,
-      cancelRequested: claimed.cancelRequested,
-    };
   }
 
-  private async pidOf(db: Db): Promise<number> {
-    const rows = await db.unsafe('SELECT pg_backend_pid()').values();
-    return rows[0]?.[0] as number;
+  async release(lease: Lease): Promise<void> {
+    if (this.released.delete(fenceKey(lease))) return;
+    // A child's lease is its root's: nothing to give up.
+    if (lease.root !== undefined) return;
+    await this.releases.submit(lease);
   }
 
-  /** Unlocks on the session the lock was taken on; a lost session already dropped it. */
-  private async unlockQuietly(held: Held): Promise<void> {
-    if (!held.locked || !this.ctx.lock.isLive(held.generation)) return;
-    await this.ctx.lock
-      .run('release an advisory lock', (db) => advisoryUnlock(db, held.key), held.generation)
-      .catch(() => undefined);
+  /** A final checkpoint gave this lease up: the `release` after it needs no statement. */
+  releasedBySave(fence: Fence): void {
+    this.released.add(fenceKey(fence));
+  }
+
+  /** Marks the sessions that are gone, at most once per `probeMs` (and once at a time). */
+  private async probe(): Promise<void> {
+    const { session } = this.ctx;
+    if (session === undefined) return;
+    if (this.probing !== undefined) {
+      await this.probing;
+      return;
+    }
+    if (Date.now() - this.probed < this.ctx.probeMs) return;
+    this.probed = Date.now();
+    this.probing = probeSessions(this.ctx.sql, this.ctx.names, session.mine()).finally(() => {
+      this.probing = undefined;
+    });
+    await this.probing;
   }
 }

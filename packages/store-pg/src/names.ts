@@ -9,6 +9,7 @@ export interface Names {
   runs: string;
   journal: string;
   snapshotItems: string;
+  sessions: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
   channel: string;
@@ -30,6 +31,7 @@ export function schemaNames(schema: string): Names {
     runs: `${quotedSchema}."runs"`,
     journal: `${quotedSchema}."journal"`,
     snapshotItems: `${quotedSchema}."snapshot_items"`,
+    sessions: `${quotedSchema}."sessions"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,
   };

@@ -1,36 +1,30 @@
+import { randomUUID } from 'node:crypto';
 import {
-  isTerminalStatus,
   LeaseLostError,
   notAChildError,
   RunNotFoundError,
   terminalStatuses,
-  type Checkpoint,
   type DurableStore,
   type Fence,
-  type NewRun,
-  type RunRecord,
   type RunStatus,
 } from '@cairn/sdk';
 import type { Options } from 'postgres';
 import type { AnySql } from './db.js';
 import { toStoreError } from './errors.js';
 import { Leases } from './leases.js';
-import { LockConnection } from './lock-connection.js';
 import { checkSchema, migrate, renderMigrationSql } from './migrations.js';
 import { schemaNames, type Names } from './names.js';
+import { LivenessSession } from './session.js';
 import { adoptRun } from './sql/adopt-run.js';
-import { appendJournals, type JournalWrite } from './sql/append-journal.js';
 import { claimableRuns } from './sql/claimable-runs.js';
-import { createRuns } from './sql/create-run.js';
 import { deleteRun } from './sql/delete-run.js';
 import { listRuns } from './sql/list-runs.js';
 import { loadRun } from './sql/load-run.js';
+import { moveRuns } from './sql/move-runs.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { requestCancel } from './sql/request-cancel.js';
-import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
-import { WriteBatcher, type WriteOutcome } from './write-batcher.js';
-import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { updateStatus } from './sql/update-status.js';
+import { BatchedWrites } from './writes.js';
 
 /** Options of `pgStore`. */
 export interface PgStoreOptions {
@@ -39,13 +33,29 @@ export interface PgStoreOptions {
   /** The schema holding the store's tables. @defaultValue 'cairn' */
   schema?: string;
   /**
-   * Connection options of the store's own one-connection instance that holds its advisory locks; set it to
+   * How a holder's liveness is known. `session`: the store keeps one connection of its own holding an
+   * advisory lock, so a crashed holder's runs are taken over as soon as its session is gone. `lease`: no
+   * session (for a transaction-pooling proxy, where session locks do not last); a crashed holder's runs are
+   * taken over when their leases run out. @defaultValue 'session'
+   */
+  liveness?: 'session' | 'lease';
+  /**
+   * Connection options of the store's own one-connection instance that holds its liveness lock; set it to
    * reach Postgres directly when `sql` goes through a transaction-pooling proxy.
    * @defaultValue the host, port, database, user, password and ssl settings of `sql.options`
    */
   lockConnection?: Options<Record<string, never>>;
-  /** How long one statement on the lock connection may take before its locks are taken as lost. @defaultValue 10000 */
+  /** How long opening the session, or a keepalive on it, may take before it is taken as lost. @defaultValue 10000 */
   lockTimeoutMs?: number;
+  /** How often the session is checked (and reopened at once after a loss). @defaultValue 2000 */
+  keepaliveMs?: number;
+  /**
+   * How long a worker waits, once it found another instance's session gone (and that instance has no other),
+   * before taking its runs; and, after its own session (re)opened, before taking any other instance's: after
+   * a failover, every instance takes its own runs back first. `acquire` (execute, resume) does not wait.
+   * @defaultValue 3000
+   */
+  takeoverGraceMs?: number;
 }
 
 /** What `prune` deletes. */
@@ -66,7 +76,7 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   migrationSql(): string;
   /** Deletes finished runs last updated before `olderThan`, never a leased one; returns how many. */
   prune(options: PruneOptions): Promise<number>;
-  /** Ends the store's lock connection, which releases every advisory lock it holds. Leaves `sql` open. */
+  /** Ends the store's session: what it still holds is taken over by other workers. Leaves `sql` open. */
   close(): Promise<void>;
 }
 
@@ -87,7 +97,7 @@ function lockOptionsFrom(sql: AnySql): Options<Record<string, never>> {
     ssl: o.ssl,
     connect_timeout: o.connect_timeout,
     keep_alive: o.keep_alive,
-    connection: { ...o.connection, application_name: 'cairn-lock' },
+    connection: { ...o.connection, application_name: 'cairn-session' },
     ...(o.target_session_attrs ? { target_session_attrs: o.target_session_attrs } : {}),
   } as unknown as Options<Record<string, never>>;
 }
@@ -100,52 +110,30 @@ function lockOptionsFrom(sql: AnySql): Options<Record<string, never>> {
 export function pgStore(options: PgStoreOptions): PgStore {
   const names: Names = schemaNames(options.schema ?? 'cairn');
   const sql: AnySql = options.sql;
-  const lock = new LockConnection({
-    options: options.lockConnection ?? lockOptionsFrom(options.sql),
-    timeoutMs: options.lockTimeoutMs ?? 10_000,
-    schema: names.schema,
+  const instance = randomUUID();
+  const session =
+    options.liveness === 'lease'
+      ? undefined
+      : new LivenessSession({
+          options: options.lockConnection ?? lockOptionsFrom(options.sql),
+          timeoutMs: options.lockTimeoutMs ?? 10_000,
+          keepaliveMs: options.keepaliveMs ?? 2_000,
+          names,
+          instance,
+          onReopened: async (previous, current) => {
+            await moveRuns(sql, names, previous, current);
+          },
+        });
+  const leases = new Leases({
+    sql,
+    names,
+    session,
+    instance,
+    graceMs: options.takeoverGraceMs ?? 3_000,
+    probeMs: 1_000,
   });
-  const leases = new Leases({ sql, names, lock });
+  const writes = new BatchedWrites(sql, names);
   let ready: Promise<void> | undefined;
-  const storedItems = new StoredItems();
-  /**
-   * A batch statement whose failure is a typed store error, so the batcher can tell a retryable one; a
-   * statement of one write (how the batcher isolates a bad one) names its run.
-   */
-  const batch =
-    <W extends { fence: Fence }, R>(operation: string, send: (writes: W[]) => Promise<R[]>) =>
-    async (writes: W[]): Promise<Array<WriteOutcome<R>>> => {
-      try {
-        return (await send(writes)).map((value) => ({ value }));
-      } catch (error) {
-        const runId = writes.length === 1 ? writes[0]!.fence.runId : undefined;
-        throw toStoreError(error, operation, names.schema, runId);
-      }
-    };
-  // Checkpoints and journal appends of many runs share statements (and commits) when they arrive together.
-  const checkpoints = new WriteBatcher<CheckpointWrite, SaveOutcome>(
-    batch('save a checkpoint', (writes) => saveCheckpoints(sql, names, writes)),
-    { keyOf: (write) => write.fence.runId },
-  );
-  const appends = new WriteBatcher<JournalWrite, LeaseLostError | undefined>(
-    batch('append to the journal', (writes) => appendJournals(sql, names, writes)),
-    { keyOf: (write) => write.fence.runId },
-  );
-  const creations = new WriteBatcher<NewRun, { created: boolean; run: RunRecord }>(
-    async (runs) => {
-      try {
-        return (await createRuns(sql, names, runs)).map((outcome, i) =>
-          'error' in outcome
-            ? { error: toStoreError(outcome.error, 'create a run', names.schema, runs[i]!.runId) }
-            : outcome,
-        );
-      } catch (error) {
-        const runId = runs.length === 1 ? runs[0]!.runId : undefined;
-        throw toStoreError(error, 'create a run', names.schema, runId);
-      }
-    },
-    { keyOf: (run) => run.runId },
-  );
 
   /** Checks the schema version once; a failed check is tried again on the next call. */
   const ensureReady = (): Promise<void> => {
@@ -168,75 +156,54 @@ export function pgStore(options: PgStoreOptions): PgStore {
     }
   }
 
-  /**
-   * A checkpoint that sends only the long arrays' new elements when this instance knows what is stored, and
-   * everything when it does not (or someone else wrote since: the version tells).
-   */
-  async function save(fence: Fence, checkpoint: Checkpoint): Promise<LeaseLostError | undefined> {
-    const { runId } = fence;
-    const split = splitSnapshot(checkpoint.snapshot);
-    let items = storedItems.plan(runId, split);
-    const write = { fence, checkpoint, inline: split.inline };
-    let outcome = await checkpoints.submit({ ...write, items });
-    if (outcome.type === 'stale') {
-      items = storedItems.plan(runId, split, true);
-      outcome = await checkpoints.submit({ ...write, items });
-    }
-    if (outcome.type !== 'saved') {
-      storedItems.forget(runId);
-      if (outcome.type === 'refused') return outcome.error;
-      if (outcome.type === 'stale')
-        return new LeaseLostError(runId, fence.epoch, 'another writer raced it');
-      return undefined;
-    }
-    if (isTerminalStatus(checkpoint.status)) storedItems.forget(runId);
-    else storedItems.remember(runId, outcome.version, items.canonical);
-    return undefined;
-  }
-
-  /**
-   * One fenced write: refused at once when this store's claim of the run was lost with its lock session,
-   * else by the statement. A refusal also frees what this store kept for the claim (its advisory lock).
-   */
+  /** One fenced write: the statement decides; a refusal is `LeaseLostError`, never retried. */
   async function fenced(
     fence: Fence,
     operation: string,
     write: () => Promise<LeaseLostError | undefined>,
   ): Promise<void> {
-    if (leases.isFenced(fence))
-      throw new LeaseLostError(fence.runId, fence.epoch, 'the lock connection was lost');
     const refused = await run(operation, write, fence.runId);
-    if (refused !== undefined) {
-      await leases.forget(fence);
-      throw refused;
-    }
+    if (refused !== undefined) throw refused;
   }
+
+  const close = async () => {
+    await session?.close();
+  };
 
   const store: PgStore = {
     schema: names.schema,
     migrate: () => migrate(sql, names).finally(() => (ready = undefined)),
     migrationSql: () => renderMigrationSql(names),
-    create: (init) => run('create a run', () => creations.submit(init), init.runId),
+    create: (init) => run('create a run', () => writes.create(init), init.runId),
     load: (runId) =>
       run('load a run', async () => {
         const found = await loadRun(sql, names, runId);
         if (found === undefined) return undefined;
-        storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
+        writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
-    save: (fence, checkpoint) => fenced(fence, 'save a checkpoint', () => save(fence, checkpoint)),
+    save: (fence, checkpoint) =>
+      fenced(fence, 'save a checkpoint', async () => {
+        const refused = await writes.save(fence, checkpoint);
+        if (refused === undefined && checkpoint.release === true) leases.releasedBySave(fence);
+        return refused;
+      }),
     append: (fence, entries) =>
-      fenced(fence, 'append to the journal', () => appends.submit({ fence, entries })),
+      fenced(fence, 'append to the journal', () => writes.append(fence, entries)),
     updateStatus: (fence, update) =>
       fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update)),
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
     delete: (runId) => {
-      storedItems.forget(runId);
+      writes.storedItems.forget(runId);
       return run('delete a run', () => deleteRun(sql, names, runId));
     },
     requestCancel: (runId) => run('request a cancellation', () => requestCancel(sql, names, runId)),
     claimable: (claimableOptions) =>
       run('find claimable runs', () => claimableRuns(sql, names, claimableOptions)),
+    claim: async (claimOptions) => {
+      await ensureReady();
+      return leases.claim(claimOptions);
+    },
     subscribe: async (onWork) => {
       await ensureReady();
       try {
@@ -272,8 +239,8 @@ export function pgStore(options: PgStoreOptions): PgStore {
       await ensureReady();
       return leases.release(lease);
     },
-    close: () => lock.close(),
-    [Symbol.asyncDispose]: () => lock.close(),
+    close,
+    [Symbol.asyncDispose]: close,
   };
   return store;
 }

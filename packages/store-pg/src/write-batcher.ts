@@ -1,7 +1,11 @@
 import { isCairnError } from '@cairn/sdk';
 
-/** What a batch statement says of one of its writes: a result, or the error of that write alone. */
-export type WriteOutcome<Result> = { value: Result } | { error: unknown };
+/**
+ * What a batch statement says of one of its writes: a result, the error of that write alone, or a result to
+ * come (the write goes on on its own, without holding up the writes queued behind the batch).
+ */
+export type WriteOutcome<Result> =
+  { value: Result } | { error: unknown } | { later: Promise<Result> };
 
 /** Options of `WriteBatcher`. */
 export interface WriteBatcherOptions<Write> {
@@ -90,6 +94,7 @@ export class WriteBatcher<Write, Result> {
     batch.forEach((item, index) => {
       const outcome = outcomes[index]!;
       if ('error' in outcome) item.reject(outcome.error);
+      else if ('later' in outcome) outcome.later.then(item.resolve, item.reject);
       else item.resolve(outcome.value);
     });
   }

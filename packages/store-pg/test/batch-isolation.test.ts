@@ -154,21 +154,31 @@ describe('the batch statements themselves', () => {
     await store.release(stale);
     const current = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
     const items = { upserts: [], lengths: {}, expectedVersion: null };
-    const saves = await saveCheckpoints(pg.sql(), names, [
-      { fence: stale, checkpoint: checkpoint({ by: 'stale' }), inline: { by: 'stale' }, items },
-      {
-        fence: current,
-        checkpoint: checkpoint({ by: 'current' }),
-        inline: { by: 'current' },
-        items,
-      },
-    ]);
+    const saves = await saveCheckpoints(
+      pg.sql(),
+      names,
+      [
+        { fence: stale, checkpoint: checkpoint({ by: 'stale' }), inline: { by: 'stale' }, items },
+        {
+          fence: current,
+          checkpoint: checkpoint({ by: 'current' }),
+          inline: { by: 'current' },
+          items,
+        },
+      ],
+      true,
+    );
     expect(saves[0]).toMatchObject({ type: 'refused' });
     expect(saves[1]).toMatchObject({ type: 'saved' });
-    const appends = await appendJournals(pg.sql(), names, [
-      { fence: current, entries: [mark(1, 'current')] },
-      { fence: stale, entries: [mark(1, 'stale')] },
-    ]);
+    const appends = await appendJournals(
+      pg.sql(),
+      names,
+      [
+        { fence: current, entries: [mark(1, 'current')] },
+        { fence: stale, entries: [mark(1, 'stale')] },
+      ],
+      true,
+    );
     expect(appends[0]).toBeUndefined();
     expect(appends[1]).toBeInstanceOf(LeaseLostError);
     const loaded = await store.load('r');

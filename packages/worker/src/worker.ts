@@ -13,6 +13,7 @@ import {
   type BoundaryHook,
   type Clock,
   type DurableStore,
+  type Lease,
   type StoreRetryPolicy,
 } from '@cairn/sdk';
 import { DefinitionRegistry, type Runnable } from './definitions.js';
@@ -101,12 +102,14 @@ export function createWorker(options: WorkerOptions): Worker {
 
   const park = (runId: string, ms: number) => parked.set(runId, clock.now() + ms);
 
-  async function perform(runId: string): Promise<void> {
-    const record = (await store.load(runId))?.run;
+  /** Performs one run: claimed here (run by run), or already claimed by a batch claim (`lease`). */
+  async function perform(runId: string, lease?: Lease): Promise<void> {
+    const record = lease?.claimed?.run ?? (await store.load(runId))?.run;
     if (record === undefined) return;
     const runnable = registry.get(record.kind, record.name);
     if (runnable === undefined) {
       park(runId, 60_000);
+      if (lease !== undefined) await store.release(lease).catch(() => undefined);
       emit({
         type: 'skipped',
         runId,
@@ -120,6 +123,7 @@ export function createWorker(options: WorkerOptions): Worker {
         store,
         runId,
         record,
+        ...(lease === undefined ? {} : { lease }),
         mode: 'resume',
         force: false,
         clock,
@@ -133,19 +137,21 @@ export function createWorker(options: WorkerOptions): Worker {
         reclaimOwn: options.takeoverOnRestart === true,
         ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
         ...(options.onBoundary === undefined ? {} : { onBoundary: options.onBoundary }),
-        onClaim: (lease, claimed) =>
+        onClaim: (claimedLease, claimed) =>
           emit({
             type: 'claimed',
             runId,
             kind: claimed.kind,
             name: claimed.name,
-            epoch: lease.epoch,
+            epoch: claimedLease.epoch,
             status: claimed.status,
             takenFrom:
-              claimed.owner !== null && (lease.recoveries ?? 0) > claimed.recoveries
-                ? claimed.owner
-                : null,
-            recoveries: lease.recoveries ?? 0,
+              claimedLease.takenFrom !== undefined
+                ? claimedLease.takenFrom
+                : claimed.owner !== null && (claimedLease.recoveries ?? 0) > claimed.recoveries
+                  ? claimed.owner
+                  : null,
+            recoveries: claimedLease.recoveries ?? 0,
           }),
       });
       // A run that had already ended when it was looked at was performed by nobody here.
@@ -184,8 +190,8 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
-  function launch(runId: string): void {
-    const running = perform(runId)
+  function launch(runId: string, lease?: Lease): void {
+    const running = perform(runId, lease)
       .catch((error: unknown) => report(runId, error))
       .finally(() => {
         active.delete(runId);
@@ -202,16 +208,33 @@ export function createWorker(options: WorkerOptions): Worker {
         try {
           const now = clock.now();
           for (const [runId, until] of parked) if (until <= now) parked.delete(runId);
-          const candidates = await store.claimable({
-            limit: free + parked.size + active.size,
-            definitions: registry.keys,
-            ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
-          });
-          failures = 0;
-          for (const runId of candidates) {
-            if (state !== 'running' || active.size >= concurrency) break;
-            if (!active.has(runId) && !parked.has(runId)) launch(runId);
+          if (store.claim !== undefined) {
+            // One statement claims a batch: workers claiming at once take different runs, none waits.
+            const leases = await store.claim({
+              owner,
+              ttlMs: leaseMs,
+              limit: free,
+              definitions: registry.keys,
+              skip: [...parked.keys(), ...active.keys()],
+              ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
+            });
+            for (const lease of leases) {
+              // Claimed as the worker began to close: given back at once.
+              if (state === 'running') launch(lease.runId, lease);
+              else await store.release(lease).catch(() => undefined);
+            }
+          } else {
+            const candidates = await store.claimable({
+              limit: free + parked.size + active.size,
+              definitions: registry.keys,
+              ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
+            });
+            for (const runId of candidates) {
+              if (state !== 'running' || active.size >= concurrency) break;
+              if (!active.has(runId) && !parked.has(runId)) launch(runId);
+            }
           }
+          failures = 0;
         } catch (error) {
           failures += 1;
           emit({

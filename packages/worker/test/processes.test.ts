@@ -158,7 +158,7 @@ describe('worker processes on Postgres', () => {
 
   it('soak: 200 runs across 3 workers with random kills all end, every settled side effect counted once', async () => {
     // Slow second steps keep runs in flight long enough for the kills to land mid-run.
-    const env = { CONCURRENCY: '10', LEASE_MS: '3000', MAX_RECOVERIES: '50', SLOW_MS: '1000' };
+    const env = { CONCURRENCY: '10', LEASE_MS: '3000', MAX_RECOVERIES: '50', SLOW_MS: '2500' };
     const live = await Promise.all(['s0', 's1', 's2'].map((owner) => worker(owner, env)));
     const runIds: string[] = [];
     for (let i = 0; i < 200; i += 1) runIds.push((await client.start(agent(), `run ${i}`)).runId);

@@ -38,14 +38,20 @@ export function runDurable<State, Input, Output>(
   options: DurableRunOptions<Input>,
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId, clock } = options;
-  return traceAttempt(definition, options, async (span, record) => {
+  let handed = false;
+  const attempted = traceAttempt(definition, options, async (span, record) => {
+    handed = true;
     const sentAt = clock.now();
-    const lease = await store.acquire(runId, {
-      owner: options.owner,
-      ttlMs: options.leaseMs,
-      ...(options.reclaimOwn === true ? { reclaimOwn: true } : {}),
-    });
-    if (lease === undefined) return undefined;
+    const acquired =
+      options.lease ??
+      (await store.acquire(runId, {
+        owner: options.owner,
+        ttlMs: options.leaseMs,
+        ...(options.reclaimOwn === true ? { reclaimOwn: true } : {}),
+      }));
+    if (acquired === undefined) return undefined;
+    // The run as the claim read it goes to the loop; the lease the attempt writes under carries only itself.
+    const { claimed, ...lease } = acquired;
     // From here on the claim is ours: whatever fails before the run loop takes over gives it back.
     try {
       const recoveries = lease.recoveries ?? 0;
@@ -102,7 +108,7 @@ export function runDurable<State, Input, Output>(
     options.handOverSignal?.addEventListener('abort', onHandOver, { once: true });
     return {
       attempt,
-      holding: { type: 'own', keeper },
+      holding: claimed === undefined ? { type: 'own', keeper } : { type: 'own', keeper, claimed },
       stop() {
         keeper.stop();
         options.signal?.removeEventListener('abort', onCancel);
@@ -110,6 +116,22 @@ export function runDurable<State, Input, Output>(
       },
     };
   });
+  const given = options.lease;
+  if (given === undefined) return attempted;
+  // A lease the caller claimed and the attempt never took up (drift, a malformed snapshot) is given back.
+  const giveBack = async () => {
+    if (!handed) await store.release(given).catch(() => undefined);
+  };
+  return attempted.then(
+    async (result) => {
+      await giveBack();
+      return result;
+    },
+    async (error: unknown) => {
+      await giveBack();
+      throw error;
+    },
+  );
 }
 
 /**

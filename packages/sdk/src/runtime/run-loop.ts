@@ -95,8 +95,10 @@ export async function runUnderLease<State, Input, Output>(
   let writer: RunWriter | undefined;
 
   try {
-    // Reload under the lease: a previous holder may have written since the first look.
-    const loaded = await store.load(runId);
+    // Read under the lease (a previous holder may have written since the first look), by the claim itself
+    // when the store read the run then.
+    const loaded =
+      (holding.type === 'own' ? holding.claimed : undefined) ?? (await store.load(runId));
     if (loaded === undefined) throw new RunNotFoundError(runId);
     const finished = finishedResult(definition, loaded.run);
     if (finished !== undefined) {
@@ -158,6 +160,7 @@ export async function runUnderLease<State, Input, Output>(
           signature: definition.signature,
           ...runtimeSnapshot([]),
           output,
+          release: holding.type === 'own',
         });
         tracing.closeAll();
         await release();
@@ -177,6 +180,7 @@ export async function runUnderLease<State, Input, Output>(
           signature: definition.signature,
           ...runtimeSnapshot([]),
           error: storableJson(end.error),
+          release: holding.type === 'own',
         });
         tracing.closeAll(end.error);
         await release();

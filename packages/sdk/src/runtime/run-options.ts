@@ -1,6 +1,6 @@
 import type { Context, Tracer } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
-import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
+import type { DurableStore, Lease, RunRecord, StoredRun } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { StoreRetryPolicy } from './run-writer.js';
@@ -39,6 +39,11 @@ export interface DurableRunOptions<Input> {
   reclaimOwn?: boolean;
   /** The run's record as the caller just read it, which saves reading it again before the claim. */
   record?: RunRecord;
+  /**
+   * A lease the caller already claimed for this run (a worker's batch `claim`, with `claimed` set): the
+   * attempt runs under it instead of claiming the run itself.
+   */
+  lease?: Lease;
   /** Called once the run is claimed, with the lease and the record as it was claimed. */
   onClaim?(lease: Lease, record: RunRecord): void;
 }
@@ -54,8 +59,12 @@ export interface DurableRunResult<State, Output> {
   resumed: boolean;
 }
 
-/** How the attempt holds its run: its own heartbeat-renewed lease, or its parent's. */
-export type Holding = { type: 'own'; keeper: LeaseKeeper } | { type: 'child'; lease: Lease };
+/**
+ * How the attempt holds its run: its own heartbeat-renewed lease (with the run as the claim read it, when the
+ * store read it then), or its parent's.
+ */
+export type Holding =
+  { type: 'own'; keeper: LeaseKeeper; claimed?: StoredRun } | { type: 'child'; lease: Lease };
 
 /** Runs a child run under a parent attempt; the claiming side supplies it, so the loop need not import it. */
 export type ChildStarter = <State, Input, Output>(

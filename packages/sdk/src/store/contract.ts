@@ -130,6 +130,11 @@ export interface Checkpoint {
    * that arrived late) is refused with `LeaseLostError` and changes nothing.
    */
   journalSeq: number;
+  /**
+   * The holder gives the run up with this write (its final checkpoint), as `release` would, so a store may
+   * spare the release its own round trip; `release` after it changes nothing. @defaultValue false
+   */
+  release?: boolean;
 }
 
 /** A status change that keeps the checkpoint and journal. */
@@ -212,8 +217,15 @@ export interface Lease extends Fence {
   leaseUntil: number;
   /** From `acquire`: the run's recoveries, this claim included when it took the run from a lost holder. */
   recoveries?: number;
+  /** From `acquire` and `claim`: the owner this claim took the run from (one that never released it). */
+  takenFrom?: string | null;
   /** From `acquire` and `renew`: a client asked to cancel the run. */
   cancelRequested?: boolean;
+  /**
+   * From `acquire` and `claim`, when the store read the run in the claim itself: the run as claimed, with its
+   * journal, so the holder need not load it again.
+   */
+  claimed?: StoredRun;
 }
 
 /** What a claimer asks for. */
@@ -271,6 +283,20 @@ export interface LeaseStore {
    * not a child run, and not held by a live owner. A hint: `acquire` still decides.
    */
   claimable(options: ClaimableOptions): Promise<string[]>;
+  /**
+   * Claims up to `limit` claimable runs at once, oldest first, each as `acquire` would, skipping runs another
+   * claimer is taking at the same moment, and returns their leases (with `claimed` set). How workers claim
+   * without racing each other for the same runs; a store without it is claimed run by run.
+   */
+  claim?(options: ClaimOptions): Promise<Lease[]>;
+}
+
+/** What `claim` claims: up to `limit` runs of these definitions, for `owner`. */
+export interface ClaimOptions extends ClaimableOptions {
+  owner: string;
+  ttlMs: number;
+  /** Run ids not to claim now (a worker's runs parked after drift or a bad snapshot). */
+  skip?: readonly string[];
 }
 
 /**

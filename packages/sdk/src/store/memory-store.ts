@@ -87,6 +87,28 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     return run;
   }
 
+  /** Claims a free run for `owner`: the epoch rises, a claim from a holder that never released counts. */
+  function claimRun(run: MemoryRun, owner: string, ttlMs: number, now: number): Lease {
+    const { record } = run;
+    const takenFrom = record.owner;
+    if (record.owner !== null) record.recoveries += 1;
+    record.epoch += 1;
+    record.owner = owner;
+    record.leaseUntil = now + ttlMs;
+    record.updatedAt = now;
+    return {
+      runId: record.runId,
+      incarnation: record.incarnation,
+      owner,
+      epoch: record.epoch,
+      leaseUntil: record.leaseUntil,
+      recoveries: record.recoveries,
+      cancelRequested: record.cancelRequested,
+      takenFrom,
+      claimed: { run: view(run), journal: jsonClone(run.journal) },
+    };
+  }
+
   function deleteWithChildren(runId: string): void {
     runs.delete(runId);
     for (const [id, run] of runs) if (run.record.parent?.runId === runId) deleteWithChildren(id);
@@ -153,6 +175,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       const run = fence(target, checkpoint.status);
       // Saving the final status it already has again is a retried write: it changes nothing.
       if (isTerminalStatus(run.record.status)) return;
+      if (checkpoint.release === true && target.root === undefined) {
+        run.record.owner = null;
+        run.record.leaseUntil = null;
+      }
       if (checkpoint.journalSeq < run.checkpointSeq) {
         throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
       }
@@ -244,24 +270,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     async acquire(runId, { owner, ttlMs, reclaimOwn }: AcquireOptions): Promise<Lease | undefined> {
       const run = runs.get(runId);
       if (run === undefined) throw new RunNotFoundError(runId);
-      const { record } = run;
       const now = clock.now();
-      if (record.rootRunId !== null || isTerminalStatus(record.status)) return undefined;
-      if (!isFree(record, now, reclaimOwn === true ? owner : undefined)) return undefined;
-      if (record.owner !== null) record.recoveries += 1;
-      record.epoch += 1;
-      record.owner = owner;
-      record.leaseUntil = now + ttlMs;
-      record.updatedAt = now;
-      return {
-        runId,
-        incarnation: record.incarnation,
-        owner,
-        epoch: record.epoch,
-        leaseUntil: record.leaseUntil,
-        recoveries: record.recoveries,
-        cancelRequested: record.cancelRequested,
-      };
+      if (run.record.rootRunId !== null || isTerminalStatus(run.record.status)) return undefined;
+      if (!isFree(run.record, now, reclaimOwn === true ? owner : undefined)) return undefined;
+      return claimRun(run, owner, ttlMs, now);
+    },
+
+    async claim({ limit, definitions, reclaimOwner, owner, ttlMs, skip = [] }) {
+      const now = clock.now();
+      return [...runs.values()]
+        .filter(
+          ({ record }) =>
+            record.rootRunId === null &&
+            !skip.includes(record.runId) &&
+            claimableStatuses.includes(record.status) &&
+            definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
+            isFree(record, now, reclaimOwner),
+        )
+        .sort((a, b) => a.record.createdAt - b.record.createdAt)
+        .slice(0, limit)
+        .map((run) => claimRun(run, owner, ttlMs, now));
     },
 
     async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {

@@ -23,18 +23,20 @@ export interface JournalWrite {
  * entry whose seq is not above the highest seq appended to its run so far (`runs.journal_seq`, kept across
  * checkpoints), above the stored checkpoint's `checkpoint_seq`, or above an earlier entry of the same write
  * is skipped, and the primary key (run_id, seq) turns a concurrent duplicate into a no-op, so a retried
- * append never duplicates an entry. Returns, per write, undefined when it applied or why it was refused.
+ * append never duplicates an entry. Returns, per write, undefined when it applied, `busy` when its row was
+ * skipped (without `wait`: send it again on its own), or why it was refused.
  */
 export async function appendJournals(
   db: Db,
   names: Names,
   writes: readonly JournalWrite[],
-): Promise<Array<LeaseLostError | undefined>> {
+  wait: boolean,
+): Promise<Array<LeaseLostError | 'busy' | undefined>> {
   const rows = await query(
     db,
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns}, entries jsonb)
-     ), ${lockedRuns(names)}, ${checkedWrites()}, input AS (
+     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, input AS (
        SELECT o.ord, (e ->> 'seq')::bigint AS seq, e AS entry,
               max((e ->> 'seq')::bigint) OVER (PARTITION BY o.ord ORDER BY n
                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier
@@ -54,7 +56,7 @@ export async function appendJournals(
           AND (i.earlier IS NULL OR i.seq > i.earlier)
        ON CONFLICT (run_id, seq) DO NOTHING
      )
-     SELECT o.ord, ${fenceCheckColumns}, f.ord IS NOT NULL
+     SELECT o.ord, ${fenceCheckColumns(names)}, f.ord IS NOT NULL
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
       ORDER BY o.ord`,
     [
@@ -65,9 +67,10 @@ export async function appendJournals(
   );
   return writes.map(({ fence }, ord) => {
     const row = rows[ord]!;
-    if (row[5] === true) return undefined;
+    if (row[6] === true) return undefined;
     // An append names no status: a run in a final status refuses it, so a refusal is always an error.
     const refusal = refusalOf(fence, fenceCheckOf(row, 1), {});
+    if (refusal === 'busy') return refusal;
     return refusal instanceof LeaseLostError
       ? refusal
       : new LeaseLostError(fence.runId, fence.epoch);

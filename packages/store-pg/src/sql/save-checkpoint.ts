@@ -29,7 +29,8 @@ export type SaveOutcome =
   | { type: 'saved'; version: number }
   | { type: 'unchanged' }
   | { type: 'refused'; error: LeaseLostError }
-  | { type: 'stale' };
+  | { type: 'stale' }
+  | { type: 'busy' };
 
 /**
  * Writes the checkpoints of several runs in one statement, each checked on its own (see `fence.ts`): the
@@ -43,6 +44,7 @@ export async function saveCheckpoints(
   db: Db,
   names: Names,
   writes: readonly CheckpointWrite[],
+  wait: boolean,
 ): Promise<SaveOutcome[]> {
   const ops = writes.map(({ fence, checkpoint, inline, items }, ord) => ({
     ...fenceRow(ord, fence),
@@ -53,6 +55,7 @@ export async function saveCheckpoints(
     has_output: checkpoint.output !== undefined,
     error: checkpoint.error ?? null,
     journal_seq: checkpoint.journalSeq,
+    release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
     lengths: items.lengths,
   }));
@@ -64,12 +67,17 @@ export async function saveCheckpoints(
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
          ${fenceColumns}, status text, signature text, snapshot jsonb, output jsonb,
-         has_output boolean, error jsonb, journal_seq bigint, expected_version bigint, lengths jsonb)
-     ), ${lockedRuns(names)}, ${checkedWrites()}, fenced AS (
+         has_output boolean, error jsonb, journal_seq bigint, release boolean, expected_version bigint,
+         lengths jsonb)
+     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
               output = CASE WHEN o.has_output THEN coalesce(o.output, 'null'::jsonb) END, error = o.error,
               checkpoint_seq = o.journal_seq,
+              owner = CASE WHEN o.release THEN NULL ELSE r.owner END,
+              lease_until = CASE WHEN o.release THEN NULL ELSE r.lease_until END,
+              lease_ms = CASE WHEN o.release THEN NULL ELSE r.lease_ms END,
+              holder_session = CASE WHEN o.release THEN NULL ELSE r.holder_session END,
               updated_at = clock_timestamp(), snapshot_version = r.snapshot_version + 1
          FROM checked c JOIN ops o ON o.ord = c.ord
         WHERE r.run_id = c.run_id AND ${mayApply}
@@ -90,16 +98,17 @@ export async function saveCheckpoints(
            ON x.ord = f.ord
        ON CONFLICT (run_id, path, idx) DO UPDATE SET item = EXCLUDED.item
      )
-     SELECT o.ord, ${fenceCheckColumns}, f.snapshot_version::float8
+     SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
       ORDER BY o.ord`,
     [JSON.stringify(ops), JSON.stringify(upserts)],
   );
   return writes.map(({ fence, checkpoint }, ord): SaveOutcome => {
     const row = rows[ord]!;
-    if (typeof row[5] === 'number') return { type: 'saved', version: row[5] };
+    if (typeof row[6] === 'number') return { type: 'saved', version: row[6] };
     const refusal = refusalOf(fence, fenceCheckOf(row, 1), checkpoint);
     if (refusal === 'unchanged') return { type: 'unchanged' };
+    if (refusal === 'busy') return { type: 'busy' };
     if (refusal !== undefined) return { type: 'refused', error: refusal };
     return { type: 'stale' };
   });

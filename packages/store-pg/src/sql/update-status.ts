@@ -26,20 +26,22 @@ export async function updateStatus(
     db,
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns})
-     ), ${lockedRuns(names)}, ${checkedWrites()}, fenced AS (
+     ), ${lockedRuns(names, true)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = $2::text, error = $3::text::jsonb, updated_at = clock_timestamp()
          FROM checked c
         WHERE r.run_id = c.run_id AND ${mayApply}
        RETURNING c.ord
      )
-     SELECT o.ord, ${fenceCheckColumns}, f.ord IS NOT NULL
+     SELECT o.ord, ${fenceCheckColumns(names)}, f.ord IS NOT NULL
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord`,
     [JSON.stringify([fenceRow(0, fence)]), update.status, jsonParam(update.error)],
   );
   const row = rows[0]!;
-  if (row[5] === true) return undefined;
+  if (row[6] === true) return undefined;
   const refusal = refusalOf(fence, fenceCheckOf(row, 1), { status: update.status });
   if (refusal === 'unchanged') return undefined;
-  return refusal ?? new LeaseLostError(fence.runId, fence.epoch);
+  return refusal === undefined || refusal === 'busy'
+    ? new LeaseLostError(fence.runId, fence.epoch)
+    : refusal;
 }

@@ -1,0 +1,98 @@
+import type { Lease } from '@cairn/sdk';
+import { query, type Db } from '../db.js';
+import type { Names } from '../names.js';
+import { claimedColumns, decodeClaimed } from './claimed.js';
+
+/** What a worker claims at once. */
+export interface BatchClaim {
+  owner: string;
+  ttlMs: number;
+  limit: number;
+  definitions: ReadonlyArray<{ kind: string; name: string }>;
+  /** Also runs still leased to this owner (a restarted process taking back what it held). */
+  reclaimOwner: string | null;
+  session: number | null;
+  /** This store instance: the runs of its own lost sessions are always its to take. */
+  instance: string;
+  /** Take the runs of other instances' dead sessions (once this claimer's own session is past the grace). */
+  takeOthers: boolean;
+  /** How long a session must have been found dead before another instance takes its runs. */
+  graceMs: number;
+  /** Also look for leases that ran out although their session lives (a frozen or leaked holder). */
+  sweepExpired: boolean;
+  /** Run ids not to claim now. */
+  skip: readonly string[];
+}
+
+const claimable = `r.status IN ('queued', 'running', 'suspended') AND r.parent_run_id IS NULL
+         AND (r.kind, r.name) IN (SELECT d.kind, d.name FROM defs d) AND r.run_id <> ALL($11::text[])`;
+
+/**
+ * Claims up to `limit` runs in one statement, oldest first, and returns them as claimed (record and journal).
+ * Each source of claimable runs is read by its own index, in O(runs taken): runs nobody holds; runs of dead
+ * sessions (of this instance, or of instances with no live session found dead past the grace, so after a
+ * failover every instance first moves its own runs back instead of taking each other's); with
+ * `sweepExpired`, leases that ran out; with `reclaimOwner`, this owner's. Rows are taken `FOR UPDATE SKIP
+ * LOCKED`, so workers claiming at the same moment take different runs and none waits for another. A claim
+ * from a holder that never released the run counts as a recovery.
+ */
+export async function claimRuns(db: Db, names: Names, claim: BatchClaim): Promise<Lease[]> {
+  if (claim.limit <= 0 || claim.definitions.length === 0) return [];
+  const rows = await query(
+    db,
+    `WITH defs AS (
+       SELECT d ->> 'kind' AS kind, d ->> 'name' AS name FROM jsonb_array_elements($1::text::jsonb) d
+     ), takeable AS (
+       SELECT s.id FROM ${names.sessions} s
+        WHERE s.dead_at IS NOT NULL
+          AND (s.instance = $7::uuid
+               OR ($8::boolean AND s.dead_at < now() - $9::float8 * interval '1 millisecond'
+                   AND NOT EXISTS (SELECT 1 FROM ${names.sessions} l
+                                    WHERE l.instance = s.instance AND l.dead_at IS NULL)))
+     ), free AS (
+       SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
+        WHERE r.owner IS NULL AND ${claimable}
+        ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+     ), abandoned AS (
+       SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
+        WHERE r.holder_session IN (SELECT t.id FROM takeable t) AND r.owner IS NOT NULL AND ${claimable}
+        ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+     ), expired AS (
+       SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
+        WHERE $10::boolean AND r.owner IS NOT NULL AND r.lease_until < now() AND ${claimable}
+        ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+     ), reclaimed AS (
+       SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
+        WHERE $5::text IS NOT NULL AND r.owner = $5::text AND ${claimable}
+        ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+     ), chosen AS (
+       SELECT c.run_id, c.owner FROM (SELECT * FROM free UNION SELECT * FROM abandoned
+                                      UNION SELECT * FROM expired UNION SELECT * FROM reclaimed) c
+        ORDER BY c.created_seq LIMIT $2::int
+     )
+     UPDATE ${names.runs} r
+        SET epoch = r.epoch + 1, owner = $3::text,
+            recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
+            lease_until = now() + $4::float8 * interval '1 millisecond', lease_ms = $4::int,
+            heartbeat_at = now(), holder_session = $6::bigint
+       FROM chosen c
+      WHERE r.run_id = c.run_id
+     RETURNING ${claimedColumns(names, 'r', 'c.owner')}`,
+    [
+      JSON.stringify(claim.definitions.map(({ kind, name }) => ({ kind, name }))),
+      claim.limit,
+      claim.owner,
+      claim.ttlMs,
+      claim.reclaimOwner,
+      claim.session,
+      claim.instance,
+      claim.takeOthers,
+      claim.graceMs,
+      claim.sweepExpired,
+      claim.skip,
+    ],
+  );
+  return rows
+    .map((row) => decodeClaimed(row, claim.owner))
+    .sort((a, b) => a.claimed!.run.createdAt - b.claimed!.run.createdAt);
+}

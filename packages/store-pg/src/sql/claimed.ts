@@ -1,0 +1,32 @@
+import type { JournalEntry, Lease } from '@cairn/sdk';
+import type { Names } from '../names.js';
+import { decodeRun, millis, runColumnCount, runColumns } from '../row.js';
+
+/**
+ * What a claim statement returns of each run it claimed (its target aliased `alias`): the record with its
+ * journal, then the lease fields and the owner it was taken from (`previousOwner`, an expression), so the
+ * holder need not load the run again.
+ */
+export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
+  return `${runColumns(names, alias)},
+          (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
+             FROM ${names.journal} j WHERE j.run_id = ${alias}.run_id),
+          ${millis(`${alias}.lease_until`)}, ${previousOwner}`;
+}
+
+/** The lease of a row selected with `claimedColumns`. */
+export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
+  const run = decodeRun(row);
+  const journal = JSON.parse(row[runColumnCount] as string) as JournalEntry[];
+  return {
+    runId: run.runId,
+    incarnation: run.incarnation,
+    owner,
+    epoch: run.epoch,
+    leaseUntil: row[runColumnCount + 1] as number,
+    recoveries: run.recoveries,
+    cancelRequested: run.cancelRequested,
+    takenFrom: (row[runColumnCount + 2] as string | null) ?? null,
+    claimed: { run, journal },
+  };
+}
