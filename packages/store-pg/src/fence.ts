@@ -80,10 +80,12 @@ export function fenceCheckOf(row: readonly unknown[], from: number): FenceCheck 
 /** The five columns `fenceCheckOf` reads, from `checked c` of `ops o`. */
 export function fenceCheckColumns(names: Names): string {
   const exists = (id: string) => `EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = ${id})`;
+  // Whether a row was skipped is looked up only for a write that did not apply.
   return `c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
-          (c.run_id IS NULL AND ${exists('o.run_id')})
-          OR (o.root_run_id IS NOT NULL AND ${exists('o.root_run_id')}
-              AND NOT EXISTS (SELECT 1 FROM locked h WHERE h.run_id = o.root_run_id))`;
+          CASE WHEN c.run_id IS NOT NULL AND c.fenced AND o.root_run_id IS NULL THEN false
+               ELSE (c.run_id IS NULL AND ${exists('o.run_id')})
+                    OR (o.root_run_id IS NOT NULL AND ${exists('o.root_run_id')}
+                        AND NOT EXISTS (SELECT 1 FROM locked h WHERE h.run_id = o.root_run_id)) END`;
 }
 
 /**

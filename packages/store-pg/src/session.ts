@@ -21,15 +21,19 @@ export interface LivenessSessionOptions {
   onReopened(previous: readonly number[], current: number): Promise<void>;
 }
 
-/** Thrown when statements on one reserved connection run on different backends: a transaction pooler. */
+/**
+ * Thrown when the session connection's statements do not all run on the backend it connected to: a pooler
+ * (PgBouncer announces a cancel key of its own, and in transaction mode runs each statement on any backend).
+ */
 export function poolerDetectedError(schema: string, first: number, second: number): CairnError {
   return new CairnError(
     'STORE_FAILED',
-    'The session connection changed backend between two statements (pid ' +
-      `${first} then ${second}): it goes through a transaction-pooling proxy, where a session advisory lock ` +
-      'does not last. Point it straight at Postgres with pgStore({ lockConnection }), or run without ' +
-      "sessions with pgStore({ liveness: 'lease' }) (a crashed holder's runs are then taken over when their " +
-      'leases run out).',
+    'The session connection does not keep one backend of its own ' +
+      `(expected pid ${first}, ran on ${second}): it goes through a connection pooler such as PgBouncer, ` +
+      'which may hand its backend to other clients between statements (in transaction mode it does), so ' +
+      'a session advisory lock would not last. Point it straight at Postgres with ' +
+      "pgStore({ lockConnection }), or run without sessions with pgStore({ liveness: 'lease' }) (a " +
+      "crashed holder's runs are then taken over when their leases run out).",
     { data: { schema, firstPid: first, secondPid: second } },
   );
 }
@@ -126,10 +130,18 @@ export class LivenessSession {
     });
     try {
       const reserved = await instance.reserve();
-      // Two statements on a reserved connection must run on one backend; behind a transaction pooler they
-      // may not, and a session lock would not last.
-      const first = (await query(reserved, 'SELECT pg_backend_pid()'))[0]?.[0] as number;
+      // Statements on a reserved connection must run on the backend it connected to. A pooler announces a
+      // cancel key of its own instead of that backend's pid, and in transaction mode may run two statements
+      // on two backends; an idle one even hands the same backend back each time, so a pid that changes is
+      // not enough to tell.
+      const rows = await reserved.unsafe('SELECT pg_backend_pid()').values();
+      // The pid in the server's cancel key (BackendKeyData); null when none was sent.
+      const announced = (rows.state as { pid?: number | null } | undefined)?.pid ?? null;
+      const first = rows[0]?.[0] as number;
       const second = (await query(reserved, 'SELECT pg_backend_pid()'))[0]?.[0] as number;
+      if (announced !== null && announced !== first) {
+        throw poolerDetectedError(names.schema, announced, first);
+      }
       if (first !== second) throw poolerDetectedError(names.schema, first, second);
       const key = randomBytes(8).readBigInt64BE(0).toString();
       const id = await openSession(reserved, names, key, this.config.instance);

@@ -65,6 +65,11 @@ export interface ItemsWrite {
   lengths: Record<string, number>;
   /** The snapshot version the upserts assume is stored, or null for a full write. */
   expectedVersion: number | null;
+  /**
+   * Stored rows may lie past the new lengths (an array shrank or went, or what is stored is not known): only
+   * then does the write look for rows to delete, so a growing conversation costs no scan of its items.
+   */
+  trim: boolean;
 }
 
 interface Known {
@@ -89,6 +94,10 @@ export class StoredItems {
     full = false,
   ): ItemsWrite & { canonical: Map<string, string[]> } {
     const known = full ? undefined : this.runs.get(runId);
+    let trim = known === undefined;
+    for (const [path, texts] of known?.arrays ?? []) {
+      if ((split.arrays.get(path)?.length ?? 0) < texts.length) trim = true;
+    }
     const upserts: ItemsWrite['upserts'] = [];
     const lengths: Record<string, number> = {};
     const canonical = new Map<string, string[]>();
@@ -105,7 +114,7 @@ export class StoredItems {
       for (let idx = from; idx < items.length; idx += 1)
         upserts.push({ path, idx, item: items[idx]! });
     }
-    return { upserts, lengths, expectedVersion: known?.version ?? null, canonical };
+    return { upserts, lengths, expectedVersion: known?.version ?? null, trim, canonical };
   }
 
   remember(runId: string, version: number, canonical: Map<string, string[]>): void {

@@ -153,7 +153,7 @@ describe('the batch statements themselves', () => {
     const stale = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
     await store.release(stale);
     const current = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
-    const items = { upserts: [], lengths: {}, expectedVersion: null };
+    const items = { upserts: [], lengths: {}, expectedVersion: null, trim: true };
     const saves = await saveCheckpoints(
       pg.sql(),
       names,

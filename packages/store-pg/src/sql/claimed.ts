@@ -10,7 +10,8 @@ import { decodeRun, millis, runColumnCount, runColumns } from '../row.js';
 export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
   return `${runColumns(names, alias)},
           (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
-             FROM ${names.journal} j WHERE j.run_id = ${alias}.run_id),
+             FROM ${names.journal} j
+            WHERE j.run_id = ${alias}.run_id AND j.seq > coalesce(${alias}.checkpoint_seq, -1)),
           ${millis(`${alias}.lease_until`)}, ${previousOwner}`;
 }
 

@@ -16,7 +16,7 @@ export async function loadRun(
     db,
     `SELECT ${runColumns(names, 'r')},
        (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
-          FROM ${names.journal} j WHERE j.run_id = r.run_id)
+          FROM ${names.journal} j WHERE j.run_id = r.run_id AND j.seq > coalesce(r.checkpoint_seq, -1))
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
     [runId],
   );

@@ -11,6 +11,7 @@ import {
   refusalOf,
 } from '../fence.js';
 import type { Names } from '../names.js';
+import { finalStatusList } from '../row.js';
 import type { ItemsWrite } from '../snapshot-items.js';
 
 /** One run's checkpoint: the snapshot without its long arrays, and what to write of those. */
@@ -58,6 +59,7 @@ export async function saveCheckpoints(
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
     lengths: items.lengths,
+    trim_items: items.trim,
   }));
   const upserts = writes.flatMap(({ items }, ord) =>
     items.upserts.map(({ path, idx, item }) => ({ ord, path, idx, item })),
@@ -68,7 +70,7 @@ export async function saveCheckpoints(
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
          ${fenceColumns}, status text, signature text, snapshot jsonb, output jsonb,
          has_output boolean, error jsonb, journal_seq bigint, release boolean, expected_version bigint,
-         lengths jsonb)
+         lengths jsonb, trim_items boolean)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
@@ -83,12 +85,17 @@ export async function saveCheckpoints(
         WHERE r.run_id = c.run_id AND ${mayApply}
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
-       RETURNING o.ord, r.run_id, r.snapshot_version, o.lengths, o.journal_seq
+       RETURNING o.ord, r.run_id, r.snapshot_version, o.lengths, o.journal_seq, o.trim_items,
+                 -- The journal the checkpoint supersedes is hidden from loads at once and deleted in bulk:
+                 -- at the end of the run, and every 32 seqs.
+                 o.status IN ${finalStatusList}
+                   OR o.journal_seq / 32 > coalesce(c.checkpoint_seq, -1) / 32 AS trim_journal
      ), superseded AS (
-       DELETE FROM ${names.journal} j USING fenced f WHERE j.run_id = f.run_id AND j.seq <= f.journal_seq
+       DELETE FROM ${names.journal} j USING fenced f
+        WHERE f.trim_journal AND j.run_id = f.run_id AND j.seq <= f.journal_seq
      ), trimmed AS (
        DELETE FROM ${names.snapshotItems} s USING fenced f
-        WHERE s.run_id = f.run_id
+        WHERE f.trim_items AND s.run_id = f.run_id
           AND (NOT (f.lengths ? s.path) OR s.idx >= (f.lengths ->> s.path)::int)
      ), written AS (
        INSERT INTO ${names.snapshotItems} (run_id, path, idx, item)
