@@ -1,5 +1,6 @@
 import {
   CairnError,
+  isCairnError,
   LeaseLostError,
   RunNotFoundError,
   type AcquireOptions,
@@ -103,7 +104,10 @@ export class Leases {
       const sessionId = (await session?.id()) ?? null;
       await this.probe();
       const now = Date.now();
-      const sweepExpired = now - this.swept >= options.ttlMs / 2;
+      // Leases that ran out are looked for now and then: with sessions, a crash is seen by its session and
+      // only a frozen or leaked holder is left to this; without them, it is the only way to see a crash.
+      const sweepEvery = session === undefined ? this.ctx.probeMs : options.ttlMs / 2;
+      const sweepExpired = now - this.swept >= sweepEvery;
       if (sweepExpired) this.swept = now;
       return await claimRuns(sql, names, {
         owner: options.owner,
@@ -126,8 +130,11 @@ export class Leases {
   }
 
   /**
-   * Extends a lease. A renewal whose row another transaction holds is tried again shortly; one that cannot be
-   * confirmed within a third of the lease is lost (DESIGN.md: a renewal that cannot be confirmed is a loss).
+   * Extends a lease. A renewal whose row another transaction holds, or that the database could not take (a
+   * lost connection, a restart: a retryable error), is tried again shortly; one that cannot be confirmed
+   * within a third of the lease is lost (DESIGN.md: a renewal that cannot be confirmed is a loss). Sending it
+   * again is safe: it is fenced like the first, and the holder's local deadline still counts from the last
+   * renewal confirmed.
    */
   async renew(lease: Lease, ttlMs: number): Promise<Lease> {
     checkTtl(ttlMs);
@@ -137,11 +144,15 @@ export class Leases {
       try {
         outcome = await this.renewals.submit({ lease, ttlMs });
       } catch (error) {
-        throw new LeaseLostError(
-          lease.runId,
-          lease.epoch,
-          `the renewal could not be confirmed (${error instanceof Error ? error.message : String(error)})`,
-        );
+        if (!(isCairnError(error) && error.retryable) || Date.now() + wait > giveUp) {
+          throw new LeaseLostError(
+            lease.runId,
+            lease.epoch,
+            `the renewal could not be confirmed (${error instanceof Error ? error.message : String(error)})`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        continue;
       }
       if (outcome.type === 'renewed') {
         return {

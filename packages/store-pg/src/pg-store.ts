@@ -8,7 +8,7 @@ import {
   type Fence,
   type RunStatus,
 } from '@cairn/sdk';
-import type { Options } from 'postgres';
+import postgres, { type Options } from 'postgres';
 import type { AnySql } from './db.js';
 import { toStoreError } from './errors.js';
 import { Leases } from './leases.js';
@@ -166,8 +166,11 @@ export function pgStore(options: PgStoreOptions): PgStore {
     if (refused !== undefined) throw refused;
   }
 
+  /** The connection LISTEN goes through when the session connection is not `sql`'s. */
+  let listening: ReturnType<typeof postgres> | undefined;
   const close = async () => {
     await session?.close();
+    await listening?.end({ timeout: 0 }).catch(() => undefined);
   };
 
   const store: PgStore = {
@@ -207,8 +210,17 @@ export function pgStore(options: PgStoreOptions): PgStore {
     subscribe: async (onWork) => {
       await ensureReady();
       try {
-        // postgres() gives LISTEN its own connection and re-listens after it reconnects.
-        const { unlisten } = await sql.listen(names.channel, () => onWork());
+        // postgres() gives LISTEN its own connection and re-listens after it reconnects. A LISTEN does not
+        // last behind a transaction-pooling proxy: it goes where the session connection goes.
+        const listener =
+          options.lockConnection === undefined
+            ? sql
+            : (listening ??= postgres({
+                ...options.lockConnection,
+                max: 1,
+                onnotice: () => undefined,
+              }));
+        const { unlisten } = await listener.listen(names.channel, () => onWork());
         return unlisten;
       } catch (error) {
         throw toStoreError(error, 'listen for work', names.schema);
