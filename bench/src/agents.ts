@@ -19,6 +19,10 @@ export interface BenchAgentOptions {
   toolWaitMs?: number;
   /** Only the first trip's tool call waits. @defaultValue false */
   waitFirstOnly?: boolean;
+  /** The first trip's tool call also waits until this settles (or its run stops). */
+  holdFirst?: Promise<void>;
+  /** Called as each tool call starts, to count how many times a call ran. */
+  onToolRun?(runId: string, toolCallId: string): void;
 }
 
 /**
@@ -34,6 +38,7 @@ export function benchAgent(options: BenchAgentOptions) {
     description: 'Does nothing, or waits.',
     input: z.object({ trip: z.number() }),
     execute: async ({ trip }, context) => {
+      options.onToolRun?.(context.runId, context.toolCallId);
       if (wait > 0 && (trip === 0 || options.waitFirstOnly !== true)) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, wait);
@@ -46,6 +51,12 @@ export function benchAgent(options: BenchAgentOptions) {
             { once: true },
           );
         });
+      }
+      if (trip === 0 && options.holdFirst !== undefined) {
+        const stopped = new Promise<void>((resolve) =>
+          context.signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        await Promise.race([options.holdFirst, stopped]);
       }
       return randomBytes(Math.ceil((length * 3) / 4))
         .toString('base64')

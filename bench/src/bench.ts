@@ -3,11 +3,15 @@ import { createTestDatabase } from '@cairn/testing';
 import postgres from 'postgres';
 import type { BenchConfig } from './config.js';
 import type { BenchContext } from './context.js';
+import { describeLoad, readLoad } from './load.js';
 import { computeRatios } from './ratios.js';
 import type { BenchReport, Row } from './report.js';
-import { dbosRow } from './rows/dbos.js';
+import { claimLatencyRow } from './rows/claim-latency.js';
+import { dbosPairsRow } from './rows/dbos-pairs.js';
+import { drainRow } from './rows/drain.js';
 import { growthRow } from './rows/growth.js';
 import { limitRow } from './rows/limit.js';
+import { massTakeoverRow } from './rows/mass-takeover.js';
 import { memoryRow } from './rows/memory.js';
 import { perStepRow } from './rows/per-step.js';
 import { takeoverRow } from './rows/takeover.js';
@@ -22,10 +26,13 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'limit', title: '1. The limit', build: limitRow },
   { key: 'per_step', title: '2. Per-step overhead', build: perStepRow },
   { key: 'throughput', title: '3. Throughput', build: throughputRow },
-  { key: 'dbos', title: '4. DBOS', build: dbosRow },
-  { key: 'takeover', title: '5. Takeover', build: takeoverRow },
-  { key: 'growth', title: '6. Growth', build: growthRow },
-  { key: 'memory', title: '7. Memory', build: memoryRow },
+  { key: 'dbos', title: '4. Cairn vs DBOS', build: dbosPairsRow },
+  { key: 'claim_latency', title: '5. Claim latency', build: claimLatencyRow },
+  { key: 'drain', title: '6. Drain', build: drainRow },
+  { key: 'takeover', title: '7. Takeover', build: takeoverRow },
+  { key: 'mass_takeover', title: '8. Mass takeover', build: massTakeoverRow },
+  { key: 'growth', title: '9. Growth', build: growthRow },
+  { key: 'memory', title: '10. Memory', build: memoryRow },
 ];
 
 /** Options of `runBench`. */
@@ -59,20 +66,26 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     const rows: Row[] = [];
     for (const builder of rowBuilders) {
       if (options.only !== undefined && !options.only.includes(builder.key)) continue;
+      const before = readLoad();
+      const started = performance.now();
+      let row: Row;
       try {
-        rows.push(await builder.build(ctx));
+        row = await builder.build(ctx);
       } catch (error) {
         log(
           `${builder.key} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
         );
-        rows.push({
+        row = {
           key: builder.key,
           title: builder.title,
           metrics: [],
           notes: [],
           error: error instanceof Error ? error.message : String(error),
-        });
+        };
       }
+      row.load = { before, after: readLoad(), seconds: (performance.now() - started) / 1000 };
+      for (const line of describeLoad(row.load)) log(`${builder.key}: ${line}`);
+      rows.push(row);
     }
     return {
       startedAt: new Date().toISOString(),
@@ -86,12 +99,13 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         fsync: server!.fsync,
         synchronous_commit: server!.sync,
         repetitions: options.config.reps,
+        dbosPairs: options.config.pairs,
         // Other processes on the machine share its cores and its Postgres: figures move with the load.
         load1mAtStart: loadAtStart,
         load1mAtEnd: loadavg()[0]!.toFixed(1),
       },
       rows,
-      ratios: computeRatios(rows),
+      ratios: computeRatios(rows, options.config.drain.setups),
     };
   } finally {
     await admin.end({ timeout: 5 });

@@ -1,3 +1,9 @@
+/** Worker processes draining a queue at once, each at a concurrency. */
+export interface DrainSetup {
+  processes: number;
+  concurrency: number;
+}
+
 /** How big each row's workload is. `quick` is a smoke check for CI: same rows, tiny workloads. */
 export interface BenchConfig {
   quick: boolean;
@@ -5,16 +11,23 @@ export interface BenchConfig {
   reps: number;
   /** Takeover repetitions (each one kills a worker process). */
   takeoverReps: number;
+  /** Interleaved Cairn / DBOS pairs of the DBOS row (each: a sequential and a concurrent measure). */
+  pairs: number;
   limit: {
     singleUpdates: number;
     concurrentUpdates: number;
     connections: number;
     payloadBytes: number;
   };
+  /** Also the size of the DBOS row's sequential pairs: as many workflows of as many steps. */
   perStep: { runs: number; trips: number };
+  /** Also the size of the DBOS row's concurrent pairs: as many workflows started at once. */
   throughput: { runs: number; trips: number; concurrency: number; poolMax: number };
-  dbos: { workflows: number; steps: number; poolSize: number };
+  dbos: { poolSize: number };
+  claimLatency: { runs: number; trips: number; concurrency: number; poolMax: number };
+  drain: { runs: number; trips: number; poolMax: number; setups: DrainSetup[] };
   takeover: { leaseMs: number; pollMs: number };
+  massTakeover: { runs: number };
   growth: { trips: number; toolResultBytes: number };
   memory: { runs: number };
 }
@@ -23,11 +36,24 @@ export const fullConfig: BenchConfig = {
   quick: false,
   reps: 3,
   takeoverReps: 5,
+  pairs: 5,
   limit: { singleUpdates: 5_000, concurrentUpdates: 16_000, connections: 32, payloadBytes: 1024 },
   perStep: { runs: 50, trips: 10 },
   throughput: { runs: 500, trips: 10, concurrency: 250, poolMax: 10 },
-  dbos: { workflows: 500, steps: 10, poolSize: 10 },
+  dbos: { poolSize: 10 },
+  claimLatency: { runs: 2_000, trips: 2, concurrency: 250, poolMax: 10 },
+  drain: {
+    runs: 10_000,
+    trips: 2,
+    poolMax: 10,
+    setups: [
+      { processes: 1, concurrency: 100 },
+      { processes: 3, concurrency: 100 },
+      { processes: 3, concurrency: 33 },
+    ],
+  },
   takeover: { leaseMs: 30_000, pollMs: 1_000 },
+  massTakeover: { runs: 1_000 },
   growth: { trips: 200, toolResultBytes: 200 },
   memory: { runs: 1_000 },
 };
@@ -36,11 +62,23 @@ export const quickConfig: BenchConfig = {
   quick: true,
   reps: 1,
   takeoverReps: 1,
+  pairs: 1,
   limit: { singleUpdates: 200, concurrentUpdates: 640, connections: 32, payloadBytes: 1024 },
   perStep: { runs: 3, trips: 10 },
   throughput: { runs: 20, trips: 10, concurrency: 50, poolMax: 10 },
-  dbos: { workflows: 20, steps: 10, poolSize: 10 },
+  dbos: { poolSize: 10 },
+  claimLatency: { runs: 100, trips: 2, concurrency: 50, poolMax: 10 },
+  drain: {
+    runs: 200,
+    trips: 2,
+    poolMax: 10,
+    setups: [
+      { processes: 1, concurrency: 100 },
+      { processes: 3, concurrency: 33 },
+    ],
+  },
   takeover: { leaseMs: 30_000, pollMs: 1_000 },
+  massTakeover: { runs: 50 },
   growth: { trips: 20, toolResultBytes: 200 },
   memory: { runs: 50 },
 };

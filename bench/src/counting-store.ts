@@ -11,19 +11,32 @@ export interface StoreCounts {
   appendBytes: number;
   /** Size of the last snapshot saved per run. */
   lastSnapshotBytes: Map<string, number>;
+  /** Leases granted: runs returned by `claim`, plus successful `acquire`s. */
+  leases: number;
+}
+
+/** Options of `countingStore`. */
+export interface CountingOptions {
+  /** Measure the JSON of each checkpoint and journal entry (a `JSON.stringify` each). @defaultValue true */
+  bytes?: boolean;
 }
 
 /**
- * Wraps a store to count the calls the runtime makes per method and the bytes of state it writes. The
- * returned store is the wrapped one for every other purpose.
+ * Wraps a store to count the calls the runtime makes per method, the leases it is granted and the bytes of
+ * state it writes. The returned store is the wrapped one for every other purpose.
  */
-export function countingStore(store: DurableStore): { store: DurableStore; counts: StoreCounts } {
+export function countingStore(
+  store: DurableStore,
+  options: CountingOptions = {},
+): { store: DurableStore; counts: StoreCounts } {
+  const measureBytes = options.bytes ?? true;
   const counts: StoreCounts = {
     calls: {},
     ms: {},
     saveBytes: 0,
     appendBytes: 0,
     lastSnapshotBytes: new Map(),
+    leases: 0,
   };
   const counted = new Proxy(store, {
     get(target, property, receiver) {
@@ -31,7 +44,7 @@ export function countingStore(store: DurableStore): { store: DurableStore; count
       if (typeof value !== 'function' || typeof property !== 'string') return value;
       return (...args: unknown[]) => {
         counts.calls[property] = (counts.calls[property] ?? 0) + 1;
-        if (property === 'save') {
+        if (measureBytes && property === 'save') {
           const [fence, checkpoint] = args as [{ runId: string }, Record<string, unknown>];
           const { runId } = fence;
           const snapshot = JSON.stringify(checkpoint.snapshot ?? null).length;
@@ -40,17 +53,24 @@ export function countingStore(store: DurableStore): { store: DurableStore; count
             JSON.stringify(checkpoint.output ?? null).length +
             JSON.stringify(checkpoint.error ?? null).length;
           counts.lastSnapshotBytes.set(runId, snapshot);
-        } else if (property === 'append') {
+        } else if (measureBytes && property === 'append') {
           counts.appendBytes += JSON.stringify(args[1]).length;
         }
         const started = performance.now();
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        const settle = () => {
+        const settle = (outcome: unknown) => {
           counts.ms[property] = (counts.ms[property] ?? 0) + performance.now() - started;
+          if (property === 'claim' && Array.isArray(outcome)) counts.leases += outcome.length;
+          else if (property === 'acquire' && outcome !== undefined) counts.leases += 1;
+          return outcome;
         };
-        if (result instanceof Promise) return result.finally(settle);
-        settle();
-        return result;
+        if (result instanceof Promise) {
+          return result.then(settle, (error: unknown) => {
+            settle(undefined);
+            throw error;
+          });
+        }
+        return settle(result);
       };
     },
   });

@@ -1,7 +1,11 @@
+import type { DrainSetup } from './config.js';
 import { medianOf, type Ratio, type Row } from './report.js';
 
-/** Cairn against the limit and against DBOS, from the medians of one run; NaN where a row is missing. */
-export function computeRatios(rows: Row[]): Ratio[] {
+/**
+ * Cairn against the limit and against DBOS, from the medians of one run (against DBOS: the medians of the
+ * pair ratios), and the checks that must hold whatever the machine; NaN where a row is missing.
+ */
+export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): Ratio[] {
   const report = { rows };
   const limitSingle = medianOf(report, 'limit', 'single.median_ms');
   const limitConcurrent = medianOf(report, 'limit', 'concurrent.commits_per_s');
@@ -9,9 +13,15 @@ export function computeRatios(rows: Row[]): Ratio[] {
   const memoryTrip = medianOf(report, 'per_step', 'memory.median_ms');
   const cairnTripsPerSecond = medianOf(report, 'throughput', 'trips_per_s');
   const dbosStep = medianOf(report, 'dbos', 'sequential.step_ms');
-  const dbosStepsPerSecond = medianOf(report, 'dbos', 'concurrent.steps_per_s');
   const perStepRatio = pgTrip / limitSingle;
-  const vsDbos = cairnTripsPerSecond / dbosStepsPerSecond;
+  const vsDbos = medianOf(report, 'dbos', 'concurrent.ratio');
+  const leasesPerRun = Math.max(
+    ...drainSetups.map((setup) =>
+      medianOf(report, 'drain', `${setup.processes}x${setup.concurrency}.leases_per_run`),
+    ),
+  );
+  const completedShare = medianOf(report, 'mass_takeover', 'completed_share');
+  const ranTwice = medianOf(report, 'mass_takeover', 'ran_twice');
   return [
     {
       key: 'per_step_vs_limit',
@@ -31,19 +41,47 @@ export function computeRatios(rows: Row[]): Ratio[] {
     },
     {
       key: 'sequential_vs_dbos',
-      label: 'Cairn store-pg ms per trip / DBOS ms per step (sequential; < 1 is faster)',
-      value: pgTrip / dbosStep,
+      label: 'Cairn ms per trip / DBOS ms per step (sequential, median of pairs)',
+      value: medianOf(report, 'dbos', 'sequential.ratio'),
     },
     {
       key: 'throughput_vs_dbos',
-      label: 'Cairn trips/s / DBOS steps/s (concurrent)',
+      label: 'Cairn trips/s / DBOS steps/s (concurrent, median of pairs)',
       value: vsDbos,
       target: { text: '>= 5x', met: vsDbos >= 5 },
+    },
+    {
+      key: 'sequential_wal_vs_dbos',
+      label: 'Cairn WAL per trip / DBOS WAL per step (sequential, median of pairs)',
+      value: medianOf(report, 'dbos', 'sequential.wal_ratio'),
+    },
+    {
+      key: 'concurrent_wal_vs_dbos',
+      label: 'Cairn WAL per trip / DBOS WAL per step (concurrent, median of pairs)',
+      value: medianOf(report, 'dbos', 'concurrent.wal_ratio'),
     },
     {
       key: 'dbos_step_vs_limit',
       label: 'DBOS ms per step / limit single-client median',
       value: dbosStep / limitSingle,
+    },
+    {
+      key: 'drain_leases_per_run',
+      label: 'drain: leases granted per run (the highest of the setups)',
+      value: leasesPerRun,
+      target: { text: '<= 1.05', met: leasesPerRun <= 1.05 },
+    },
+    {
+      key: 'mass_takeover_completed',
+      label: 'mass takeover: runs completed / runs',
+      value: completedShare,
+      target: { text: '= 1', met: completedShare === 1 },
+    },
+    {
+      key: 'mass_takeover_ran_twice',
+      label: 'mass takeover: non-idempotent tool calls run twice',
+      value: ranTwice,
+      target: { text: '= 0', met: ranTwice === 0 },
     },
   ];
 }

@@ -1,3 +1,4 @@
+import { describeLoad, type RowLoad } from './load.js';
 import type { Figure } from './stats.js';
 
 /** One measured quantity of a row. */
@@ -6,6 +7,8 @@ export interface Metric {
   label: string;
   unit: string;
   figure: Figure;
+  /** Set to print every repetition's value too, under this name (`per pair`). */
+  repsLabel?: string;
 }
 
 /** One row of the bench: its metrics and notes, or why it could not be measured. */
@@ -16,9 +19,11 @@ export interface Row {
   notes: string[];
   /** Set when the row could not be measured; its metrics are then empty. */
   error?: string;
+  /** The machine's load when the row started and ended. */
+  load?: RowLoad;
 }
 
-/** A ratio between two medians of the same bench run. */
+/** A ratio between two medians of the same bench run (or a median of pair ratios), or a checked figure. */
 export interface Ratio {
   key: string;
   label: string;
@@ -65,29 +70,32 @@ export function renderTable(report: BenchReport): string {
   );
   lines.push(env);
   lines.push('');
-  const header = `${'metric'.padEnd(58)} ${'median'.padStart(12)} ${'min'.padStart(12)} ${'max'.padStart(12)}  unit`;
+  const header = `${'metric'.padEnd(64)} ${'median'.padStart(12)} ${'min'.padStart(12)} ${'max'.padStart(12)}  unit`;
   for (const row of report.rows) {
     lines.push(`${row.title}`);
+    if (row.load !== undefined) for (const line of describeLoad(row.load)) lines.push(`  ${line}`);
     if (row.error !== undefined) {
       lines.push(`  NOT MEASURED: ${row.error}`);
     } else {
       lines.push(`  ${header}`);
       for (const m of row.metrics) {
         lines.push(
-          `  ${m.label.padEnd(58)} ${format(m.figure.median).padStart(12)} ${format(m.figure.min).padStart(12)} ${format(m.figure.max).padStart(12)}  ${m.unit}`,
+          `  ${m.label.padEnd(64)} ${format(m.figure.median).padStart(12)} ${format(m.figure.min).padStart(12)} ${format(m.figure.max).padStart(12)}  ${m.unit}`,
         );
+        if (m.repsLabel !== undefined)
+          lines.push(`    ${m.repsLabel}: ${m.figure.reps.map(format).join(', ')}`);
       }
     }
     for (const note of row.notes) lines.push(`  note: ${note}`);
     lines.push('');
   }
-  lines.push('Ratios (medians of this run)');
+  lines.push('Ratios and checks (medians of this run; against DBOS, medians of the pair ratios)');
   for (const ratio of report.ratios) {
     const target =
       ratio.target === undefined
         ? ''
         : `   target ${ratio.target.text}: ${!Number.isFinite(ratio.value) ? 'not measured' : ratio.target.met ? 'met' : 'MISSED'}`;
-    lines.push(`  ${ratio.label.padEnd(70)} ${format(ratio.value).padStart(10)}${target}`);
+    lines.push(`  ${ratio.label.padEnd(72)} ${format(ratio.value).padStart(10)}${target}`);
   }
   return lines.join('\n');
 }

@@ -9,6 +9,7 @@ describe('pnpm bench --quick', () => {
     const report = await runBench({ config: quickConfig, log: () => undefined });
     expect(report.rows.map((row) => row.key)).toEqual(rowBuilders.map((row) => row.key));
     for (const row of report.rows) {
+      expect(row.load?.before.cpus, `${row.key}: load recorded`).toBeGreaterThan(0);
       if (row.key === 'dbos' && row.error !== undefined) {
         expect(row.error, 'DBOS says why it did not run').not.toBe('');
         continue;
@@ -21,5 +22,6 @@ describe('pnpm bench --quick', () => {
     expect(report.ratios.map((ratio) => ratio.key)).toContain('throughput_vs_dbos');
     const table = renderTable(report);
     for (const row of report.rows) expect(table).toContain(row.title);
+    expect(table).toContain('load1');
   }, 120_000);
 });

@@ -22,8 +22,10 @@ export class ChildScript {
     this.child = spawn(
       process.execPath,
       [...nodeArgs, '--no-deprecation', '--import', tsxLoader, '--conditions=@cairn/source', path],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
     );
+    // A child that exited closes its stdin: a line sent then is lost, not an error of the bench.
+    this.child.stdin!.on('error', () => undefined);
     this.child.stderr!.on('data', (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-4_000);
     });
@@ -56,25 +58,48 @@ export class ChildScript {
     this.child.kill(signal);
   }
 
+  /** What the child said when it failed: the first error line it wrote to stderr, else its last lines. */
+  private failure(): string {
+    const lines = this.errorOutput.split('\n');
+    return (
+      lines.find((line) => /^\s*(\w*Error|Error)\b[:[]/.test(line))?.trim() ??
+      lines.slice(-5).join(' | ')
+    );
+  }
+
+  /** Writes one JSON line to the child's stdin. */
+  send(line: object): void {
+    this.child.stdin!.write(`${JSON.stringify(line)}\n`);
+  }
+
   /** Resolves with the first line matching `predicate`; rejects when the child exits first or after `timeoutMs`. */
-  waitFor(predicate: (line: Line) => boolean, timeoutMs = 120_000): Promise<Line> {
+  async waitFor(predicate: (line: Line) => boolean, timeoutMs = 120_000): Promise<Line> {
+    let found: Line | undefined;
+    await this.waitUntil(() => (found = this.lines.find(predicate)) !== undefined, timeoutMs);
+    return found!;
+  }
+
+  /**
+   * Resolves once `condition` holds, checked now and after every line; rejects when the child exits first
+   * or after `timeoutMs`.
+   */
+  waitUntil(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(check);
         reject(new Error(`timed out after ${timeoutMs} ms waiting for a line`));
       }, timeoutMs);
       const check = () => {
-        const found = this.lines.find(predicate);
-        if (found !== undefined) {
+        if (condition()) {
           clearTimeout(timer);
           this.waiters.delete(check);
-          resolve(found);
+          resolve();
         } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
           clearTimeout(timer);
           this.waiters.delete(check);
           reject(
             new Error(
-              `the child exited (${this.child.exitCode ?? this.child.signalCode}) before printing the awaited line: ${this.errorOutput.split('\n').slice(-5).join(' | ')}`,
+              `the child exited (${this.child.exitCode ?? this.child.signalCode}) before printing the awaited line: ${this.failure()}`,
             ),
           );
         }

@@ -28,7 +28,7 @@ async function walLsn(sql: postgres.Sql): Promise<string> {
 }
 
 /**
- * Row 6: one run of `trips` trips whose conversation grows by a tool result every trip. Bytes written per trip
+ * Row 9: one run of `trips` trips whose conversation grows by a tool result every trip. Bytes written per trip
  * (the JSON handed to the store's writes, and the WAL), against the final snapshot's size.
  */
 export async function growthRow(ctx: BenchContext): Promise<Row> {
@@ -81,7 +81,7 @@ export async function growthRow(ctx: BenchContext): Promise<Row> {
     const n = growth.trips;
     return {
       key: 'growth',
-      title: `6. Growth: one run of ${n} trips, the conversation growing by a ${growth.toolResultBytes}-character tool result per trip`,
+      title: `9. Growth: one run of ${n} trips, the conversation growing by a ${growth.toolResultBytes}-character tool result per trip`,
       metrics: [
         {
           key: 'sent_bytes_per_trip',

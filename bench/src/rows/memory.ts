@@ -14,7 +14,7 @@ interface MemoryRep {
 }
 
 /**
- * Row 7: a worker process's RSS with `runs` runs in flight, each waiting in a tool on a timer, against the
+ * Row 10: a worker process's RSS with `runs` runs in flight, each waiting in a tool on a timer, against the
  * same process idle. The worker runs with --expose-gc and collects before each reading.
  */
 export async function memoryRow(ctx: BenchContext): Promise<Row> {
@@ -42,7 +42,7 @@ export async function memoryRow(ctx: BenchContext): Promise<Row> {
     try {
       const reports = () => worker.lines.filter((l) => l.kind === 'memory');
       // Idle: the third report after start, once the process has loaded everything it loads at start.
-      await worker.waitFor(() => reports().length >= 3);
+      await worker.waitUntil(() => reports().length >= 3);
       const idle = reports().at(-1)!;
       const client = createClient({ store });
       const agent = benchAgent({ name, trips: 1 });
@@ -50,7 +50,7 @@ export async function memoryRow(ctx: BenchContext): Promise<Row> {
       const full = (l: Line) => l.kind === 'memory' && l.active === memory.runs;
       const first = await worker.waitFor(full, 300_000);
       // Two more full reports, so every run is inside its tool and the heap has settled.
-      await worker.waitFor(
+      await worker.waitUntil(
         () => worker.lines.filter(full).length >= 3 && worker.lines.at(-1) !== first,
       );
       const loaded = worker.lines.filter(full).at(-1)!;
@@ -70,7 +70,7 @@ export async function memoryRow(ctx: BenchContext): Promise<Row> {
   const MiB = 2 ** 20;
   return {
     key: 'memory',
-    title: `7. Memory: one worker process with ${memory.runs} runs in flight (each waiting in a tool on a timer)`,
+    title: `10. Memory: one worker process with ${memory.runs} runs in flight (each waiting in a tool on a timer)`,
     metrics: [
       {
         key: 'idle_rss_mib',

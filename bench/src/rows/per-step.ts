@@ -7,7 +7,8 @@ import { dropSchema, freshSchema, migrateSchema, openStore } from '../pg-setup.j
 import type { Metric, Row } from '../report.js';
 import { figure, now, quantile, repeat } from '../stats.js';
 
-interface StepRep {
+/** One repetition of sequential runs. */
+export interface StepRep {
   median: number;
   p99: number;
   /** Whole run time (create, claim, trips, final answer, release) over the trips. */
@@ -50,6 +51,29 @@ async function sequentialRuns(
   };
 }
 
+/**
+ * `runs` sequential runs of `trips` trips on store-pg in `schema` (after two warm-up runs), with what they
+ * cost the server.
+ */
+export async function pgSequentialRuns(
+  ctx: BenchContext,
+  schema: string,
+  runs: number,
+  trips: number,
+): Promise<StepRep & { cost: Cost }> {
+  const warm = openStore(ctx, schema, 10);
+  await sequentialRuns(warm.store, 2, trips);
+  await warm.close();
+  await waitForBackendsToExit(ctx.admin, ctx.database);
+  const before = await readCounters(ctx.admin, ctx.database);
+  const { store, close } = openStore(ctx, schema, 10);
+  const rep = await sequentialRuns(store, runs, trips);
+  await close();
+  await waitForBackendsToExit(ctx.admin, ctx.database);
+  const cost = await costBetween(ctx.admin, before, await readCounters(ctx.admin, ctx.database));
+  return { ...rep, cost };
+}
+
 /** Row 2: per-trip cost of a sequential agent run on store-pg and on the memory store. */
 export async function perStepRow(ctx: BenchContext): Promise<Row> {
   const { reps, perStep } = ctx.config;
@@ -59,23 +83,7 @@ export async function perStepRow(ctx: BenchContext): Promise<Row> {
     ctx.log(
       `per-step: ${perStep.runs} sequential runs of ${perStep.trips} trips on store-pg x${reps}`,
     );
-    const pg = await repeat(reps, async () => {
-      const warm = openStore(ctx, schema, 10);
-      await sequentialRuns(warm.store, 2, perStep.trips);
-      await warm.close();
-      await waitForBackendsToExit(ctx.admin, ctx.database);
-      const before = await readCounters(ctx.admin, ctx.database);
-      const { store, close } = openStore(ctx, schema, 10);
-      const rep = await sequentialRuns(store, perStep.runs, perStep.trips);
-      await close();
-      await waitForBackendsToExit(ctx.admin, ctx.database);
-      const cost = await costBetween(
-        ctx.admin,
-        before,
-        await readCounters(ctx.admin, ctx.database),
-      );
-      return { ...rep, cost };
-    });
+    const pg = await repeat(reps, () => pgSequentialRuns(ctx, schema, perStep.runs, perStep.trips));
     ctx.log(`per-step: the same on the memory store x${reps}`);
     const memory = await repeat(reps, async () => {
       await sequentialRuns(memoryStore(), 2, perStep.trips);
@@ -105,19 +113,19 @@ export async function perStepRow(ctx: BenchContext): Promise<Row> {
         key: 'pg.commits_per_trip',
         label: 'store-pg: commits per trip (xact_commit, reads included)',
         unit: '',
-        figure: figure(pg.map((r) => r.cost!.commits / trips)),
+        figure: figure(pg.map((r) => r.cost.commits / trips)),
       },
       {
         key: 'pg.write_xacts_per_trip',
         label: 'store-pg: writing transactions per trip (xids)',
         unit: '',
-        figure: figure(pg.map((r) => r.cost!.writeXacts / trips)),
+        figure: figure(pg.map((r) => r.cost.writeXacts / trips)),
       },
       {
         key: 'pg.wal_bytes_per_trip',
         label: 'store-pg: WAL bytes per trip',
         unit: 'B',
-        figure: figure(pg.map((r) => r.cost!.walBytes / trips)),
+        figure: figure(pg.map((r) => r.cost.walBytes / trips)),
       },
       {
         key: 'memory.median_ms',

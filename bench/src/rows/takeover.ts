@@ -7,7 +7,7 @@ import type { Row } from '../report.js';
 import { figure, sleep } from '../stats.js';
 
 /**
- * Row 5: SIGKILL the worker process holding a run mid-tool; time until a surviving worker process (started
+ * Row 7: SIGKILL the worker process holding a run mid-tool; time until a surviving worker process (started
  * and idle before the kill) writes its first checkpoint of that run. Each repetition's survivor holds the
  * next repetition's run.
  */
@@ -75,7 +75,7 @@ export async function takeoverRow(ctx: BenchContext): Promise<Row> {
   return {
     key: 'takeover',
     title:
-      "5. Takeover: SIGKILL of the worker process holding a run, to the survivor's first checkpoint",
+      "7. Takeover: SIGKILL of the worker process holding a run, to the survivor's first checkpoint",
     metrics: [
       {
         key: 'to_checkpoint_ms',
