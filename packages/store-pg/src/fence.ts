@@ -33,7 +33,8 @@ export function fenceRow(ord: number, fence: Fence) {
  */
 export function lockedRuns(names: Names, wait: boolean): string {
   return `locked AS (
-       SELECT r.run_id, r.created_seq, r.epoch, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version
+       SELECT r.run_id, r.created_seq, r.epoch, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version,
+              octet_length(r.journal) AS journal_bytes
          FROM ${names.runs} r
         WHERE r.run_id IN (SELECT o.run_id FROM ops o
                            UNION SELECT o.root_run_id FROM ops o WHERE o.root_run_id IS NOT NULL)
@@ -44,7 +45,7 @@ export function lockedRuns(names: Names, wait: boolean): string {
 /** A CTE `checked`: each write with its run's locked row and whether its fence holds. */
 export function checkedWrites(): string {
   return `checked AS (
-       SELECT o.ord, t.run_id, t.status, t.checkpoint_seq, t.journal_seq, t.snapshot_version,
+       SELECT o.ord, t.run_id, t.status, t.checkpoint_seq, t.journal_seq, t.snapshot_version, t.journal_bytes,
               (t.created_seq::text = o.incarnation AND t.epoch = o.epoch
                AND (o.root_run_id IS NULL
                     OR EXISTS (SELECT 1 FROM locked h

@@ -8,7 +8,7 @@ export interface Names {
   quotedSchema: string;
   runs: string;
   journal: string;
-  snapshotItems: string;
+  snapshotChunks: string;
   sessions: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
@@ -30,7 +30,7 @@ export function schemaNames(schema: string): Names {
     quotedSchema,
     runs: `${quotedSchema}."runs"`,
     journal: `${quotedSchema}."journal"`,
-    snapshotItems: `${quotedSchema}."snapshot_items"`,
+    snapshotChunks: `${quotedSchema}."snapshot_chunks"`,
     sessions: `${quotedSchema}."sessions"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,

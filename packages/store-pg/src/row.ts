@@ -1,6 +1,13 @@
-import type { JsonValue, RunRecord, RunStatus, SerializedError } from '@cairn/sdk';
+import {
+  CairnError,
+  type JournalEntry,
+  type JsonValue,
+  type RunRecord,
+  type RunStatus,
+  type SerializedError,
+} from '@cairn/sdk';
 import type { Names } from './names.js';
-import { mergeSnapshot } from './snapshot-items.js';
+import { arraysOfChunks, mergeSnapshot, type LoadedArray } from './snapshot-items.js';
 
 /** Milliseconds since the epoch of a timestamptz column, as float8 so it arrives as a number. */
 export function millis(column: string): string {
@@ -47,7 +54,7 @@ export const runColumnCount = columns.length;
 
 /**
  * The select list every query that returns a `RunRecord` uses, in the order `decodeRun` reads, for the runs
- * table under `alias`: it gathers the snapshot's long arrays back from `snapshot_items`, and shows a child
+ * table under `alias`: it gathers the snapshot's long arrays back from `snapshot_chunks`, and shows a child
  * run's lease as its root's (a child is held exactly while its root is).
  */
 export function runColumns(names: Names, alias: string): string {
@@ -76,30 +83,59 @@ export function runColumns(names: Names, alias: string): string {
     parent_incarnation: `${c('parent_incarnation')}::text`,
     root_run_id: c('root_run_id'),
     snapshot_version: `${c('snapshot_version')}::float8`,
-    snapshot_items: `(SELECT coalesce(jsonb_object_agg(g.path, g.items), '{}'::jsonb)::text
-        FROM (SELECT s.path, jsonb_agg(s.item ORDER BY s.idx) AS items
-                FROM ${names.snapshotItems} s WHERE s.run_id = ${c('run_id')} GROUP BY s.path) g)`,
+    snapshot_items: `(SELECT '[' || coalesce(string_agg(
+                        '[' || to_json(s.path)::text || ',' || s.idx || ',' || s.items || ']', ','
+                        ORDER BY s.path, s.idx), '') || ']'
+        FROM ${names.snapshotChunks} s WHERE s.run_id = ${c('run_id')})`,
   };
   return columns.map((name) => select[name]).join(', ');
+}
+
+/**
+ * A run's journal since its checkpoint, for the runs table under `alias`, as the text of a JSON array: the
+ * entries kept in its row (one per line, see `000004_inline_journal.sql`), then those written to the journal
+ * table because they did not fit there. `decodeJournal` puts them in seq order.
+ */
+export function journalColumn(names: Names, alias: string): string {
+  return `'[' || concat_ws(',', nullif(replace(rtrim(${alias}.journal, E'\\n'), E'\\n', ','), ''),
+      (SELECT string_agg(j.entry, ',' ORDER BY j.seq) FROM ${names.journal} j
+        WHERE j.run_id = ${alias}.run_id AND j.seq > coalesce(${alias}.checkpoint_seq, -1))) || ']'`;
+}
+
+/** The journal a `journalColumn` read, in seq order. */
+export function decodeJournal(text: unknown): JournalEntry[] {
+  const entries = JSON.parse(text as string) as JournalEntry[];
+  return entries.sort((a, b) => a.seq - b.seq);
 }
 
 /** The snapshot version and long arrays a row carried, for the store's record of what is stored. */
 export function storedItemsOf(row: readonly unknown[]): {
   version: number;
-  arrays: Record<string, JsonValue[]>;
+  arrays: Map<string, LoadedArray>;
 } {
-  return {
-    version: row[at.snapshot_version] as number,
-    arrays: JSON.parse(row[at.snapshot_items] as string) as Record<string, JsonValue[]>,
-  };
+  const chunks = JSON.parse(row[at.snapshot_items] as string) as Array<
+    [string, number, JsonValue[]]
+  >;
+  const arrays = arraysOfChunks(chunks);
+  if (typeof arrays === 'string') {
+    const runId = row[at.run_id] as string;
+    throw new CairnError(
+      'SNAPSHOT_INVALID',
+      `The stored snapshot of run "${runId}" is malformed: ${arrays}.`,
+      { data: { runId } },
+    );
+  }
+  return { version: row[at.snapshot_version] as number, arrays };
 }
 
 function mergeSnapshotOf(row: readonly unknown[]): JsonValue | null {
   const inline = parseJson(row[at.snapshot]);
   const { arrays } = storedItemsOf(row);
-  return inline === null || Object.keys(arrays).length === 0
-    ? inline
-    : mergeSnapshot(inline, arrays);
+  if (inline === null || arrays.size === 0) return inline;
+  return mergeSnapshot(
+    inline,
+    Object.fromEntries([...arrays].map(([path, array]) => [path, array.items])),
+  );
 }
 
 function parseJson(text: unknown): JsonValue | null {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeSnapshot, splitSnapshot, StoredItems } from './snapshot-items.js';
+import { arraysOfChunks, mergeSnapshot, splitSnapshot, StoredItems } from './snapshot-items.js';
 
 const snapshot = {
   format: 1,
@@ -26,30 +26,82 @@ describe('splitting a snapshot into its long arrays', () => {
     expect(mergeSnapshot(split.inline, Object.fromEntries(split.arrays))).toEqual(snapshot);
   });
 
-  it('plans only the new elements against what it knows is stored, and everything otherwise', () => {
+  it('plans only the new elements, as one row, against what it knows is stored', () => {
     const known = new StoredItems();
     const first = known.plan('r', splitSnapshot(snapshot));
     expect(first.expectedVersion).toBeNull();
-    expect(first.upserts).toHaveLength(9);
-    known.remember('r', 1, first.canonical);
+    // Unknown: each array in one row that replaces whatever is stored, and other paths removed.
+    expect(first.chunks.map(({ path, idx, items }) => [path, idx, items.length])).toEqual([
+      ['["state","messages"]', 0, 5],
+      ['["state","nested","ledger"]', 0, 4],
+    ]);
+    expect(first.cuts).toEqual([
+      { path: '["state","messages"]', after: 0 },
+      { path: '["state","nested","ledger"]', after: 0 },
+    ]);
+    expect(first.trim).toBe(true);
+    known.remember('r', 1, first.stored);
 
     const grown = structuredClone(snapshot);
-    grown.state.messages.push({ role: 'assistant', content: 'm6' });
+    grown.state.messages.push({ role: 'assistant', content: 'm6' }, { role: 'tool', content: 't' });
     const second = known.plan('r', splitSnapshot(grown));
-    expect(second).toMatchObject({
-      expectedVersion: 1,
-      lengths: { '["state","messages"]': 6, '["state","nested","ledger"]': 4 },
-    });
-    expect(second.upserts).toEqual([
-      { path: '["state","messages"]', idx: 5, item: { role: 'assistant', content: 'm6' } },
+    expect(second).toMatchObject({ expectedVersion: 1, cuts: [], trim: false });
+    expect(second.chunks).toEqual([
+      {
+        path: '["state","messages"]',
+        idx: 5,
+        items: [
+          { role: 'assistant', content: 'm6' },
+          { role: 'tool', content: 't' },
+        ],
+        fresh: true,
+      },
     ]);
+    known.remember('r', 2, second.stored);
 
-    // An element rewritten in place is written again from there; key order does not count as a change.
+    // An element rewritten in place is written again from the start of its row; key order is no change.
     const rewritten = structuredClone(grown);
     rewritten.state.messages[4] = { content: 'm5', role: 'user' };
-    rewritten.state.messages[5] = { role: 'assistant', content: 'changed' };
-    known.remember('r', 2, second.canonical);
-    expect(known.plan('r', splitSnapshot(rewritten)).upserts.map((u) => u.idx)).toEqual([5]);
-    expect(known.plan('r', splitSnapshot(rewritten), true).upserts).toHaveLength(10);
+    rewritten.state.messages[6] = { role: 'tool', content: 'changed' };
+    const third = known.plan('r', splitSnapshot(rewritten));
+    expect(third.chunks.map(({ idx, items, fresh }) => [idx, items.length, fresh])).toEqual([
+      [5, 2, false],
+    ]);
+    expect(third.cuts).toEqual([{ path: '["state","messages"]', after: 5 }]);
+    known.remember('r', 3, third.stored);
+
+    // Shrunk to the start of a row: that row and the ones after go; an array gone takes its rows along.
+    const shrunk = structuredClone(rewritten);
+    shrunk.state.messages.splice(5);
+    shrunk.state.nested.ledger.splice(2);
+    const fourth = known.plan('r', splitSnapshot(shrunk));
+    expect(fourth.chunks).toEqual([]);
+    expect(fourth.cuts).toEqual([
+      { path: '["state","messages"]', after: 4 },
+      { path: '["state","nested","ledger"]', after: -1 },
+    ]);
+    expect(known.plan('r', splitSnapshot(rewritten), true).chunks).toHaveLength(2);
+  });
+
+  it('reads rows back into arrays, and refuses rows that do not follow one another', () => {
+    expect(
+      arraysOfChunks([
+        ['p', 0, [1, 2]],
+        ['p', 2, [3]],
+        ['q', 0, ['a']],
+      ]),
+    ).toEqual(
+      new Map([
+        ['p', { items: [1, 2, 3], starts: [0, 2] }],
+        ['q', { items: ['a'], starts: [0] }],
+      ]),
+    );
+    expect(
+      arraysOfChunks([
+        ['p', 0, [1, 2]],
+        ['p', 3, [4]],
+      ]),
+    ).toMatch(/do not follow/);
+    expect(arraysOfChunks([['p', 1, [1]]])).toMatch(/do not follow/);
   });
 });

@@ -3,9 +3,9 @@ import type { JsonValue } from '@cairn/sdk';
 
 /**
  * Large snapshots are mostly arrays that only grow: an agent's conversation, a planner's ledger. Each such
- * array is kept as rows of `snapshot_items` (one per element) instead of inside the snapshot column, so a
- * checkpoint writes the elements that are new since the last one, not the whole conversation again: the
- * bytes written per trip stay flat instead of growing with the run.
+ * array is kept as rows of `snapshot_chunks` instead of inside the snapshot column, each row the elements one
+ * checkpoint added, so a checkpoint writes the elements that are new since the last one, not the whole
+ * conversation again, in one row: the bytes written per trip stay flat instead of growing with the run.
  */
 
 /** Arrays shorter than this stay inside the snapshot. */
@@ -57,88 +57,154 @@ function setAt(target: JsonValue, path: readonly string[], value: JsonValue): Js
   return { ...object, [key]: setAt(object[key] ?? null, rest, value) };
 }
 
-/** What one checkpoint writes to `snapshot_items`. */
+/** Elements of one array written as one row: `items` are the elements from index `idx` on. */
+export interface Chunk {
+  path: string;
+  idx: number;
+  items: JsonValue[];
+  /** True when no row of its path can start at `idx` yet (a plain insert); else it may overwrite one. */
+  fresh: boolean;
+}
+
+/** What one checkpoint writes to `snapshot_chunks`. */
 export interface ItemsWrite {
-  /** Elements to insert or overwrite: only the new ones when the stored arrays are known. */
-  upserts: Array<{ path: string; idx: number; item: JsonValue }>;
-  /** Every array's length; stored rows past it, or of a path no longer split, are deleted. */
-  lengths: Record<string, number>;
-  /** The snapshot version the upserts assume is stored, or null for a full write. */
-  expectedVersion: number | null;
-  /**
-   * Stored rows may lie past the new lengths (an array shrank or went, or what is stored is not known): only
-   * then does the write look for rows to delete, so a growing conversation costs no scan of its items.
-   */
+  /** New rows: only the elements that are new when the stored arrays are known. */
+  chunks: Chunk[];
+  /** Rows to delete first: of `path`, every row starting after `after` (-1: all of them). */
+  cuts: Array<{ path: string; after: number }>;
+  /** Delete the rows of every path not in `paths` (what is stored is not known). */
   trim: boolean;
+  /** The paths of the snapshot's long arrays. */
+  paths: string[];
+  /** The snapshot version the write assumes is stored, or null for a full write. */
+  expectedVersion: number | null;
+}
+
+/** What is stored of one array: each element's canonical JSON, and where each row starts. */
+export interface StoredArray {
+  texts: string[];
+  starts: number[];
 }
 
 interface Known {
   version: number;
-  /** Canonical JSON of each stored element, per path: what a new checkpoint is compared with. */
-  arrays: Map<string, string[]>;
+  arrays: Map<string, StoredArray>;
 }
 
 /**
  * What this store instance knows is stored for the runs it wrote or read, so a checkpoint can send only
- * new elements. A run written by someone else since is caught by its snapshot version, and written in full.
+ * new elements, as one row per array. A run written by someone else since is caught by its snapshot
+ * version, and written in full.
  */
 export class StoredItems {
   private readonly runs = new Map<string, Known>();
 
   constructor(private readonly capacity = 1_000) {}
 
-  /** The write for a checkpoint: a delta against what is known, or everything when nothing is. */
+  /**
+   * The write for a checkpoint: a delta against what is known, or everything when nothing is. An array that
+   * only grew gets one new row with its new elements; one changed in place (or shrunk) is written again from
+   * the start of the row holding its first change.
+   */
   plan(
     runId: string,
     split: SplitSnapshot,
     full = false,
-  ): ItemsWrite & { canonical: Map<string, string[]> } {
+  ): ItemsWrite & { stored: Map<string, StoredArray> } {
     const known = full ? undefined : this.runs.get(runId);
-    let trim = known === undefined;
-    for (const [path, texts] of known?.arrays ?? []) {
-      if ((split.arrays.get(path)?.length ?? 0) < texts.length) trim = true;
-    }
-    const upserts: ItemsWrite['upserts'] = [];
-    const lengths: Record<string, number> = {};
-    const canonical = new Map<string, string[]>();
+    const chunks: Chunk[] = [];
+    const cuts: ItemsWrite['cuts'] = [];
+    const stored = new Map<string, StoredArray>();
     for (const [path, items] of split.arrays) {
       const texts = items.map(canonicalJsonOf);
-      canonical.set(path, texts);
-      lengths[path] = items.length;
       const before = known?.arrays.get(path);
-      let from = 0;
-      if (before !== undefined && before.length <= texts.length) {
-        while (from < before.length && before[from] === texts[from]) from += 1;
+      if (known === undefined || before === undefined) {
+        // Unknown: everything in one row, replacing what may be stored; a path new to a known run has no rows.
+        chunks.push({ path, idx: 0, items, fresh: known !== undefined });
+        if (known === undefined) cuts.push({ path, after: 0 });
+        stored.set(path, { texts, starts: [0] });
+        continue;
       }
-      // An element changed in place: rewrite from there on.
-      for (let idx = from; idx < items.length; idx += 1)
-        upserts.push({ path, idx, item: items[idx]! });
+      let from = 0;
+      const common = Math.min(before.texts.length, texts.length);
+      while (from < common && before.texts[from] === texts[from]) from += 1;
+      if (from === before.texts.length) {
+        // Only grew (or unchanged): the new elements in a row of their own.
+        if (texts.length > from)
+          chunks.push({ path, idx: from, items: items.slice(from), fresh: true });
+        const starts = texts.length > from ? [...before.starts, from] : before.starts;
+        stored.set(path, { texts, starts });
+        continue;
+      }
+      // Changed at `from`, or shrank to it: rewrite from the start of the row that holds it.
+      const start = before.starts.filter((at) => at <= from).at(-1) ?? 0;
+      const starts = before.starts.filter((at) => at < start);
+      if (texts.length > start) {
+        chunks.push({ path, idx: start, items: items.slice(start), fresh: false });
+        cuts.push({ path, after: start });
+        starts.push(start);
+      } else {
+        cuts.push({ path, after: start - 1 });
+      }
+      stored.set(path, { texts, starts });
     }
-    return { upserts, lengths, expectedVersion: known?.version ?? null, trim, canonical };
+    for (const path of known?.arrays.keys() ?? []) {
+      if (!split.arrays.has(path)) cuts.push({ path, after: -1 });
+    }
+    return {
+      chunks,
+      cuts,
+      trim: known === undefined,
+      paths: [...split.arrays.keys()],
+      expectedVersion: known?.version ?? null,
+      stored,
+    };
   }
 
-  remember(runId: string, version: number, canonical: Map<string, string[]>): void {
+  remember(runId: string, version: number, arrays: Map<string, StoredArray>): void {
     this.runs.delete(runId);
-    this.runs.set(runId, { version, arrays: canonical });
+    this.runs.set(runId, { version, arrays });
     if (this.runs.size > this.capacity) {
       const oldest = this.runs.keys().next().value;
       if (oldest !== undefined) this.runs.delete(oldest);
     }
   }
 
-  /** Records what a load read. */
-  rememberLoaded(
-    runId: string,
-    version: number,
-    arrays: Readonly<Record<string, JsonValue[]>>,
-  ): void {
-    const canonical = new Map<string, string[]>();
-    for (const [path, items] of Object.entries(arrays))
-      canonical.set(path, items.map(canonicalJsonOf));
-    this.remember(runId, version, canonical);
+  /** Records what a load read: each array's elements and where its rows start. */
+  rememberLoaded(runId: string, version: number, arrays: ReadonlyMap<string, LoadedArray>): void {
+    const known = new Map<string, StoredArray>();
+    for (const [path, { items, starts }] of arrays)
+      known.set(path, { texts: items.map(canonicalJsonOf), starts });
+    this.remember(runId, version, known);
   }
 
   forget(runId: string): void {
     this.runs.delete(runId);
   }
+}
+
+/** One array as a load read it from its rows. */
+export interface LoadedArray {
+  items: JsonValue[];
+  starts: number[];
+}
+
+/**
+ * The arrays of a run from its rows, as `[path, idx, items]` in path and index order. Rows must follow one
+ * another without gap or overlap; anything else means the rows were changed behind the store's back.
+ */
+export function arraysOfChunks(
+  rows: ReadonlyArray<readonly [string, number, JsonValue[]]>,
+): Map<string, LoadedArray> | string {
+  const arrays = new Map<string, LoadedArray>();
+  for (const [path, idx, items] of rows) {
+    let array = arrays.get(path);
+    if (array === undefined) arrays.set(path, (array = { items: [], starts: [] }));
+    if (idx !== array.items.length || !Array.isArray(items) || items.length === 0) {
+      return `the rows of ${path} do not follow one another (a row at ${idx} after ${array.items.length} elements)`;
+    }
+    array.starts.push(idx);
+    for (const item of items) array.items.push(item);
+  }
+  return arrays;
 }

@@ -91,7 +91,7 @@ export class BatchedWrites {
       return undefined;
     }
     if (isTerminalStatus(checkpoint.status)) this.storedItems.forget(runId);
-    else this.storedItems.remember(runId, outcome.version, items.canonical);
+    else this.storedItems.remember(runId, outcome.version, items.stored);
     return undefined;
   }
 

@@ -36,7 +36,7 @@ describe('one bad payload in a batch (invariant 14)', () => {
   const bad = { NUL: 'nul \u0000 char', 'lone surrogate': `lone ${'😀'.slice(0, 1)} half` };
 
   for (const [kind, text] of Object.entries(bad)) {
-    for (const write of ['save', 'append'] as const) {
+    for (const write of ['save'] as const) {
       it(`fails only its own run, with a typed error naming it: ${write} with a ${kind}`, async () => {
         const store = pg.harness().store();
         const ids = ['occupier', ...Array.from({ length: 8 }, (_, n) => `b${n}`)];
@@ -80,6 +80,40 @@ describe('one bad payload in a batch (invariant 14)', () => {
         expect((await store.load(badId))?.run).toMatchObject({ owner: 'w', snapshot: { step: 0 } });
       });
     }
+  }
+
+  for (const [kind, text] of Object.entries(bad)) {
+    it(`stores a journal entry with a ${kind} as given, in a batch with others`, async () => {
+      const store = pg.harness().store();
+      const ids = Array.from({ length: 6 }, (_, n) => `j${n}`);
+      for (const id of ids) await store.create(run(id));
+      const leases = await Promise.all(
+        ids.map((id) => store.acquire(id, { owner: 'w', ttlMs: long })),
+      );
+      // A journal entry is kept as JSON text, which holds any string: nothing to refuse.
+      await Promise.all(
+        leases.map((lease, n) =>
+          store.append(lease!, [
+            {
+              seq: 1,
+              type: 'settled',
+              effectId: 'e1',
+              at: 1,
+              outcome: { status: 'ok', value: n === 3 ? text : `ok ${n}` },
+            },
+          ]),
+        ),
+      );
+      for (const [n, id] of ids.entries()) {
+        const loaded = await store.load(id);
+        expect(loaded?.journal[0]).toMatchObject({
+          outcome: {
+            status: 'ok',
+            value: n === 3 ? text : `ok ${n}`,
+          },
+        });
+      }
+    });
   }
 });
 
@@ -153,7 +187,7 @@ describe('the batch statements themselves', () => {
     const stale = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
     await store.release(stale);
     const current = (await store.acquire('r', { owner: 'w', ttlMs: long }))!;
-    const items = { upserts: [], lengths: {}, expectedVersion: null, trim: true };
+    const items = { chunks: [], cuts: [], paths: [], expectedVersion: null, trim: true };
     const saves = await saveCheckpoints(
       pg.sql(),
       names,

@@ -10,7 +10,7 @@ const opened = usePgHarness('cairn_batching');
 function counting(inner: Sql): { sql: Sql; writes: () => number } {
   let writes = 0;
   const sql = watchedSql(inner, (text) => {
-    if (/INSERT INTO [^ ]+\."(journal|snapshot_items)"/.test(text)) writes += 1;
+    if (/INSERT INTO [^ ]+\."(journal|snapshot_chunks)"/.test(text)) writes += 1;
   });
   return { sql, writes: () => writes };
 }

@@ -27,8 +27,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 3 });
-    expect(await store.migrate()).toEqual({ from: 3, to: 3 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 4 });
+    expect(await store.migrate()).toEqual({ from: 4, to: 4 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -43,7 +43,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 3 },
+      data: { version: 99, expected: 4 },
     });
     await store.close();
   });

@@ -97,7 +97,8 @@ describe('checkpoints of a growing conversation', () => {
     await first.save(c, { status: 'running', signature: 's', snapshot: shorter, journalSeq: 0 });
     expect((await second.load('shared'))?.run.snapshot).toEqual(shorter);
     const rows = await sql.unsafe(
-      `select count(*)::int as n from "${harness.schema}".snapshot_items where run_id = 'shared'`,
+      `select coalesce(sum(json_array_length(items::json)), 0)::int as n
+         from "${harness.schema}".snapshot_chunks where run_id = 'shared'`,
     );
     expect(rows[0]?.n).toBe(6);
 
@@ -115,7 +116,8 @@ describe('checkpoints of a growing conversation', () => {
       status: 'completed',
     });
     const left = await sql.unsafe(
-      `select count(*)::int as n from "${harness.schema}".snapshot_items where run_id = 'shared'`,
+      `select coalesce(sum(json_array_length(items::json)), 0)::int as n
+         from "${harness.schema}".snapshot_chunks where run_id = 'shared'`,
     );
     expect(left[0]?.n).toBe(0);
   });

@@ -19,12 +19,19 @@ export interface JournalWrite {
 }
 
 /**
- * Appends the journal entries of several runs in one statement, each checked on its own (see `fence.ts`). An
- * entry whose seq is not above the highest seq appended to its run so far (`runs.journal_seq`, kept across
- * checkpoints), above the stored checkpoint's `checkpoint_seq`, or above an earlier entry of the same write
- * is skipped, and the primary key (run_id, seq) turns a concurrent duplicate into a no-op, so a retried
- * append never duplicates an entry. Returns, per write, undefined when it applied, `busy` when its row was
- * skipped (without `wait`: send it again on its own), or why it was refused.
+ * The most a run's row keeps of its journal (bytes of its lines): an append that would pass it writes
+ * its entries to the journal table instead, so no append rewrites more than this of the row.
+ */
+export const inlineJournalBytes = 1536;
+
+/**
+ * Appends the journal entries of several runs in one statement, each checked on its own (see `fence.ts`).
+ * Entries go into the run's row (`runs.journal`, emptied by the next checkpoint) when they fit under
+ * `inlineJournalBytes`, else into the journal table. An entry whose seq is not above the highest seq appended
+ * to its run so far (`runs.journal_seq`, kept across checkpoints), above the stored checkpoint's
+ * `checkpoint_seq`, or above an earlier entry of the same write is skipped, so a retried append never
+ * duplicates an entry. Returns, per write, undefined when it applied, `busy` when its row was skipped
+ * (without `wait`: send it again on its own), or why it was refused.
  */
 export async function appendJournals(
   db: Db,
@@ -37,31 +44,46 @@ export async function appendJournals(
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns}, entries jsonb)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, input AS (
-       SELECT o.ord, (e ->> 'seq')::bigint AS seq, e AS entry,
+       SELECT o.ord, (e ->> 'seq')::bigint AS seq, e ->> 'line' AS line,
               max((e ->> 'seq')::bigint) OVER (PARTITION BY o.ord ORDER BY n
                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier
          FROM ops o, jsonb_array_elements(o.entries) WITH ORDINALITY AS t(e, n)
+     ), accepted AS (
+       SELECT i.ord, i.seq, i.line
+         FROM input i JOIN checked c ON c.ord = i.ord
+        WHERE (greatest(c.journal_seq, c.checkpoint_seq) IS NULL
+               OR i.seq > greatest(c.journal_seq, c.checkpoint_seq))
+          AND (i.earlier IS NULL OR i.seq > i.earlier)
+     ), placed AS (
+       SELECT a.ord, a.lines, c.journal_bytes + octet_length(a.lines) <= ${inlineJournalBytes} AS inline
+         FROM (SELECT ord, string_agg(line || E'\\n', '' ORDER BY seq) AS lines FROM accepted GROUP BY ord) a
+         JOIN checked c ON c.ord = a.ord
      ), fenced AS (
        UPDATE ${names.runs} r
           SET updated_at = clock_timestamp(),
-              journal_seq = greatest(r.journal_seq, (SELECT max(i.seq) FROM input i WHERE i.ord = o.ord))
-         FROM checked c JOIN ops o ON o.ord = c.ord
+              journal_seq = greatest(r.journal_seq, (SELECT max(i.seq) FROM input i WHERE i.ord = o.ord)),
+              journal = CASE WHEN p.inline THEN r.journal || p.lines ELSE r.journal END
+         FROM checked c JOIN ops o ON o.ord = c.ord LEFT JOIN placed p ON p.ord = c.ord
         WHERE r.run_id = c.run_id AND ${mayApply}
-       RETURNING o.ord, r.run_id, o.epoch, greatest(c.journal_seq, c.checkpoint_seq) AS prior
-     ), inserted AS (
+       RETURNING o.ord, r.run_id, o.epoch, p.inline = false AS spilled
+     ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
-       SELECT f.run_id, f.epoch, i.seq, i.entry
-         FROM fenced f JOIN input i ON i.ord = f.ord
-        WHERE (f.prior IS NULL OR i.seq > f.prior)
-          AND (i.earlier IS NULL OR i.seq > i.earlier)
-       ON CONFLICT (run_id, seq) DO NOTHING
+       SELECT f.run_id, f.epoch, a.seq, a.line
+         FROM fenced f JOIN accepted a ON a.ord = f.ord
+        WHERE f.spilled
      )
      SELECT o.ord, ${fenceCheckColumns(names)}, f.ord IS NOT NULL
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
       ORDER BY o.ord`,
     [
       JSON.stringify(
-        writes.map(({ fence, entries }, ord) => ({ ...fenceRow(ord, fence), entries })),
+        writes.map(({ fence, entries }, ord) => ({
+          ...fenceRow(ord, fence),
+          entries: entries.map((entry) => ({
+            seq: entry.seq,
+            line: lineOf(entry),
+          })),
+        })),
       ),
     ],
   );
@@ -75,4 +97,10 @@ export async function appendJournals(
       ? refusal
       : new LeaseLostError(fence.runId, fence.epoch);
   });
+}
+
+/** An entry as one line of JSON text, `seq` first so that a checkpoint can read it off the line. */
+function lineOf(entry: JournalEntry): string {
+  const { seq, ...rest } = entry;
+  return JSON.stringify({ seq, ...rest });
 }

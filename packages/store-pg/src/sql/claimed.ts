@@ -1,6 +1,13 @@
-import type { JournalEntry, Lease } from '@cairn/sdk';
+import type { Lease } from '@cairn/sdk';
 import type { Names } from '../names.js';
-import { decodeRun, millis, runColumnCount, runColumns } from '../row.js';
+import {
+  decodeJournal,
+  decodeRun,
+  journalColumn,
+  millis,
+  runColumnCount,
+  runColumns,
+} from '../row.js';
 
 /**
  * What a claim statement returns of each run it claimed (its target aliased `alias`): the record with its
@@ -8,17 +15,14 @@ import { decodeRun, millis, runColumnCount, runColumns } from '../row.js';
  * holder need not load the run again.
  */
 export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
-  return `${runColumns(names, alias)},
-          (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
-             FROM ${names.journal} j
-            WHERE j.run_id = ${alias}.run_id AND j.seq > coalesce(${alias}.checkpoint_seq, -1)),
+  return `${runColumns(names, alias)}, ${journalColumn(names, alias)},
           ${millis(`${alias}.lease_until`)}, ${previousOwner}`;
 }
 
 /** The lease of a row selected with `claimedColumns`. */
 export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
   const run = decodeRun(row);
-  const journal = JSON.parse(row[runColumnCount] as string) as JournalEntry[];
+  const journal = decodeJournal(row[runColumnCount]);
   return {
     runId: run.runId,
     incarnation: run.incarnation,

@@ -1,7 +1,14 @@
-import type { JournalEntry, StoredRun } from '@cairn/sdk';
+import type { StoredRun } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
-import { decodeRun, runColumnCount, runColumns, storedItemsOf } from '../row.js';
+import {
+  decodeJournal,
+  decodeRun,
+  journalColumn,
+  runColumnCount,
+  runColumns,
+  storedItemsOf,
+} from '../row.js';
 
 /**
  * The run and its journal in seq order, read in one statement so both come from one snapshot, with the
@@ -14,9 +21,7 @@ export async function loadRun(
 ): Promise<{ loaded: StoredRun; stored: ReturnType<typeof storedItemsOf> } | undefined> {
   const rows = await query(
     db,
-    `SELECT ${runColumns(names, 'r')},
-       (SELECT coalesce(jsonb_agg(j.entry ORDER BY j.seq), '[]'::jsonb)::text
-          FROM ${names.journal} j WHERE j.run_id = r.run_id AND j.seq > coalesce(r.checkpoint_seq, -1))
+    `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
     [runId],
   );
@@ -25,7 +30,7 @@ export async function loadRun(
   return {
     loaded: {
       run: decodeRun(row),
-      journal: JSON.parse(row[runColumnCount] as string) as JournalEntry[],
+      journal: decodeJournal(row[runColumnCount]),
     },
     stored: storedItemsOf(row),
   };

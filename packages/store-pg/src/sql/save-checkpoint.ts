@@ -35,8 +35,8 @@ export type SaveOutcome =
 
 /**
  * Writes the checkpoints of several runs in one statement, each checked on its own (see `fence.ts`): the
- * snapshot without its long arrays, the arrays' new elements into `snapshot_items` (and the removal of rows
- * past their lengths), and the removal of the journal up to the checkpoint's `journalSeq`. A checkpoint older
+ * snapshot without its long arrays, the arrays' new elements into `snapshot_chunks` (after the removal of
+ * the rows they replace), and the removal of the journal up to the checkpoint's `journalSeq`. A checkpoint older
  * than the stored one is refused, and one with `items.expectedVersion` applies only if that is still its
  * run's stored version. The batcher never sends two writes of one run together; each write is still fenced
  * and reported by its own `ord`.
@@ -58,24 +58,38 @@ export async function saveCheckpoints(
     journal_seq: checkpoint.journalSeq,
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
-    lengths: items.lengths,
+    paths: items.paths,
     trim_items: items.trim,
   }));
-  const upserts = writes.flatMap(({ items }, ord) =>
-    items.upserts.map(({ path, idx, item }) => ({ ord, path, idx, item })),
+  const chunks = writes.flatMap(({ items }, ord) =>
+    items.chunks.map(({ path, idx, items: elements, fresh }) => ({
+      ord,
+      path,
+      idx,
+      items: JSON.stringify(elements),
+      fresh,
+    })),
   );
+  const cuts = writes.flatMap(({ items }, ord) => items.cuts.map((cut) => ({ ord, ...cut })));
   const rows = await query(
     db,
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
          ${fenceColumns}, status text, signature text, snapshot jsonb, output jsonb,
          has_output boolean, error jsonb, journal_seq bigint, release boolean, expected_version bigint,
-         lengths jsonb, trim_items boolean)
+         paths jsonb, trim_items boolean)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
               output = CASE WHEN o.has_output THEN coalesce(o.output, 'null'::jsonb) END, error = o.error,
               checkpoint_seq = o.journal_seq,
+              -- What the checkpoint supersedes leaves the row's journal (usually all of it); each line
+              -- starts with its seq.
+              journal = CASE WHEN r.journal = '' OR c.journal_seq <= o.journal_seq THEN ''
+                             ELSE coalesce((SELECT string_agg(l || E'\\n', '' ORDER BY n)
+                                              FROM regexp_split_to_table(rtrim(r.journal, E'\\n'), E'\\n')
+                                                   WITH ORDINALITY AS t(l, n)
+                                             WHERE substring(l FROM '^\\{"seq":(-?\\d+)')::bigint > o.journal_seq), '') END,
               owner = CASE WHEN o.release THEN NULL ELSE r.owner END,
               lease_until = CASE WHEN o.release THEN NULL ELSE r.lease_until END,
               lease_ms = CASE WHEN o.release THEN NULL ELSE r.lease_ms END,
@@ -85,30 +99,41 @@ export async function saveCheckpoints(
         WHERE r.run_id = c.run_id AND ${mayApply}
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
-       RETURNING o.ord, r.run_id, r.snapshot_version, o.lengths, o.journal_seq, o.trim_items,
-                 -- The journal the checkpoint supersedes is hidden from loads at once and deleted in bulk:
-                 -- at the end of the run, and every 32 seqs.
+       RETURNING o.ord, r.run_id, r.snapshot_version, o.paths, o.journal_seq, o.trim_items,
+                 -- What it supersedes in the journal table is hidden from loads at once and deleted in
+                 -- bulk: at the end of the run, and every 32 seqs.
                  o.status IN ${finalStatusList}
                    OR o.journal_seq / 32 > coalesce(c.checkpoint_seq, -1) / 32 AS trim_journal
      ), superseded AS (
        DELETE FROM ${names.journal} j USING fenced f
         WHERE f.trim_journal AND j.run_id = f.run_id AND j.seq <= f.journal_seq
+     ), cut AS (
+       DELETE FROM ${names.snapshotChunks} s
+        USING (SELECT f.run_id, k.path, k.after
+                 FROM fenced f JOIN jsonb_to_recordset($3::text::jsonb) AS k(ord int, path text, after int)
+                   ON k.ord = f.ord) k
+        WHERE s.run_id = k.run_id AND s.path = k.path AND s.idx > k.after
      ), trimmed AS (
-       DELETE FROM ${names.snapshotItems} s USING fenced f
-        WHERE f.trim_items AND s.run_id = f.run_id
-          AND (NOT (f.lengths ? s.path) OR s.idx >= (f.lengths ->> s.path)::int)
-     ), written AS (
-       INSERT INTO ${names.snapshotItems} (run_id, path, idx, item)
-       SELECT f.run_id, x.path, x.idx, x.item
+       DELETE FROM ${names.snapshotChunks} s USING fenced f
+        WHERE f.trim_items AND s.run_id = f.run_id AND NOT (f.paths ? s.path)
+     ), chunks AS (
+       SELECT f.run_id, x.path, x.idx, x.items, x.fresh
          FROM fenced f
-         JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, item jsonb)
+         JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, items text, fresh boolean)
            ON x.ord = f.ord
-       ON CONFLICT (run_id, path, idx) DO UPDATE SET item = EXCLUDED.item
+     ), appended AS (
+       -- Rows past everything stored: plain inserts.
+       INSERT INTO ${names.snapshotChunks} (run_id, path, idx, items)
+       SELECT run_id, path, idx, items FROM chunks WHERE fresh
+     ), rewritten AS (
+       INSERT INTO ${names.snapshotChunks} (run_id, path, idx, items)
+       SELECT run_id, path, idx, items FROM chunks WHERE NOT fresh
+       ON CONFLICT (run_id, path, idx) DO UPDATE SET items = EXCLUDED.items
      )
      SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
       ORDER BY o.ord`,
-    [JSON.stringify(ops), JSON.stringify(upserts)],
+    [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts)],
   );
   return writes.map(({ fence, checkpoint }, ord): SaveOutcome => {
     const row = rows[ord]!;
