@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { CairnError } from '@cairn/sdk';
 import { migrationSql, pgStore } from '@cairn/store-pg';
 import { useTestDatabase } from '@cairn/testing';
@@ -60,6 +61,59 @@ describe('migrations', () => {
       (await store.create({ runId: 'r', kind: 'k', name: 'n', signature: 's', snapshot: null }))
         .created,
     ).toBe(true);
+    await store.close();
+  });
+
+  it('upgrades a version 3 schema in place: its journal and long arrays read back the same', async () => {
+    const schema = fresh();
+    const folder = new URL('../sql/', import.meta.url);
+    const quoted = `"${schema}"`;
+    await sql.unsafe(`CREATE SCHEMA ${quoted}`);
+    await sql.unsafe(
+      `CREATE TABLE ${quoted}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const file of readdirSync(folder)
+      .filter((f) => /^00000[123]_/.test(f))
+      .sort()) {
+      const text = readFileSync(new URL(file, folder), 'utf8')
+        .replaceAll('{{schema}}', quoted)
+        .replaceAll('{{channel}}', `'${schema}_work'`);
+      await sql.unsafe(text).simple();
+      await sql.unsafe(`INSERT INTO ${quoted}.schema_migrations VALUES ($1, $2)`, [
+        Number(file.slice(0, 6)),
+        file.slice(7, -4),
+      ]);
+    }
+    // A run as version 3 stored it: a row per element of its conversation, a row per journal entry.
+    await sql.unsafe(
+      `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, snapshot, snapshot_version,
+                                  checkpoint_seq, journal_seq)
+       VALUES ('old', 'agent', 'n', 's', 'running', '{"state": {"messages": [], "trips": 4}}', 3, 2, 4)`,
+    );
+    for (let idx = 0; idx < 5; idx += 1) {
+      await sql.unsafe(
+        `INSERT INTO ${quoted}.snapshot_items VALUES ('old', '["state","messages"]', $1, $2::text::jsonb)`,
+        [idx, JSON.stringify({ role: 'user', content: `m${idx}` })],
+      );
+    }
+    for (const seq of [2, 3, 4]) {
+      await sql.unsafe(`INSERT INTO ${quoted}.journal VALUES ('old', 1, $1, $2::text::jsonb)`, [
+        seq,
+        JSON.stringify({ seq, type: 'started', effectId: `e${seq}`, at: seq }),
+      ]);
+    }
+    const store = pgStore({ sql, schema });
+    expect(await store.migrate()).toEqual({ from: 3, to: 4 });
+    const loaded = await store.load('old');
+    expect(loaded?.run.snapshot).toEqual({
+      state: {
+        messages: [0, 1, 2, 3, 4].map((n) => ({ role: 'user', content: `m${n}` })),
+        trips: 4,
+      },
+    });
+    // Seq 2 is covered by the checkpoint; the others are still to be replayed.
+    expect(loaded?.journal.map((entry) => entry.effectId)).toEqual(['e3', 'e4']);
     await store.close();
   });
 
