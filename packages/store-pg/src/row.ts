@@ -86,7 +86,7 @@ export function runColumns(names: Names, alias: string): string {
     snapshot_items: `(SELECT '[' || coalesce(string_agg(
                         '[' || to_json(s.path)::text || ',' || s.idx || ',' || s.items || ']', ','
                         ORDER BY s.path, s.idx), '') || ']'
-        FROM ${names.snapshotChunks} s WHERE s.run_id = ${c('run_id')})`,
+        FROM ${names.snapshotChunks} s WHERE s.run_seq = ${c('created_seq')})`,
   };
   return columns.map((name) => select[name]).join(', ');
 }

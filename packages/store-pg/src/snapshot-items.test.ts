@@ -30,15 +30,12 @@ describe('splitting a snapshot into its long arrays', () => {
     const known = new StoredItems();
     const first = known.plan('r', splitSnapshot(snapshot));
     expect(first.expectedVersion).toBeNull();
-    // Unknown: each array in one row that replaces whatever is stored, and other paths removed.
+    // Unknown: every stored row goes, and each array is written in one row.
     expect(first.chunks.map(({ path, idx, items }) => [path, idx, items.length])).toEqual([
       ['["state","messages"]', 0, 5],
       ['["state","nested","ledger"]', 0, 4],
     ]);
-    expect(first.cuts).toEqual([
-      { path: '["state","messages"]', after: 0 },
-      { path: '["state","nested","ledger"]', after: 0 },
-    ]);
+    expect(first.cuts).toEqual([]);
     expect(first.trim).toBe(true);
     known.remember('r', 1, first.stored);
 
@@ -54,7 +51,6 @@ describe('splitting a snapshot into its long arrays', () => {
           { role: 'assistant', content: 'm6' },
           { role: 'tool', content: 't' },
         ],
-        fresh: true,
       },
     ]);
     known.remember('r', 2, second.stored);
@@ -64,10 +60,8 @@ describe('splitting a snapshot into its long arrays', () => {
     rewritten.state.messages[4] = { content: 'm5', role: 'user' };
     rewritten.state.messages[6] = { role: 'tool', content: 'changed' };
     const third = known.plan('r', splitSnapshot(rewritten));
-    expect(third.chunks.map(({ idx, items, fresh }) => [idx, items.length, fresh])).toEqual([
-      [5, 2, false],
-    ]);
-    expect(third.cuts).toEqual([{ path: '["state","messages"]', after: 5 }]);
+    expect(third.chunks.map(({ idx, items }) => [idx, items.length])).toEqual([[5, 2]]);
+    expect(third.cuts).toEqual([{ path: '["state","messages"]', after: 4 }]);
     known.remember('r', 3, third.stored);
 
     // Shrunk to the start of a row: that row and the ones after go; an array gone takes its rows along.

@@ -62,8 +62,6 @@ export interface Chunk {
   path: string;
   idx: number;
   items: JsonValue[];
-  /** True when no row of its path can start at `idx` yet (a plain insert); else it may overwrite one. */
-  fresh: boolean;
 }
 
 /** What one checkpoint writes to `snapshot_chunks`. */
@@ -72,10 +70,8 @@ export interface ItemsWrite {
   chunks: Chunk[];
   /** Rows to delete first: of `path`, every row starting after `after` (-1: all of them). */
   cuts: Array<{ path: string; after: number }>;
-  /** Delete the rows of every path not in `paths` (what is stored is not known). */
+  /** Delete every row of the run first (what is stored is not known). */
   trim: boolean;
-  /** The paths of the snapshot's long arrays. */
-  paths: string[];
   /** The snapshot version the write assumes is stored, or null for a full write. */
   expectedVersion: number | null;
 }
@@ -118,10 +114,9 @@ export class StoredItems {
     for (const [path, items] of split.arrays) {
       const texts = items.map(canonicalJsonOf);
       const before = known?.arrays.get(path);
-      if (known === undefined || before === undefined) {
-        // Unknown: everything in one row, replacing what may be stored; a path new to a known run has no rows.
-        chunks.push({ path, idx: 0, items, fresh: known !== undefined });
-        if (known === undefined) cuts.push({ path, after: 0 });
+      if (before === undefined) {
+        // Unknown (every row of the run is deleted first), or a path new to the run: one row of everything.
+        chunks.push({ path, idx: 0, items });
         stored.set(path, { texts, starts: [0] });
         continue;
       }
@@ -130,8 +125,7 @@ export class StoredItems {
       while (from < common && before.texts[from] === texts[from]) from += 1;
       if (from === before.texts.length) {
         // Only grew (or unchanged): the new elements in a row of their own.
-        if (texts.length > from)
-          chunks.push({ path, idx: from, items: items.slice(from), fresh: true });
+        if (texts.length > from) chunks.push({ path, idx: from, items: items.slice(from) });
         const starts = texts.length > from ? [...before.starts, from] : before.starts;
         stored.set(path, { texts, starts });
         continue;
@@ -139,12 +133,10 @@ export class StoredItems {
       // Changed at `from`, or shrank to it: rewrite from the start of the row that holds it.
       const start = before.starts.filter((at) => at <= from).at(-1) ?? 0;
       const starts = before.starts.filter((at) => at < start);
+      cuts.push({ path, after: start - 1 });
       if (texts.length > start) {
-        chunks.push({ path, idx: start, items: items.slice(start), fresh: false });
-        cuts.push({ path, after: start });
+        chunks.push({ path, idx: start, items: items.slice(start) });
         starts.push(start);
-      } else {
-        cuts.push({ path, after: start - 1 });
       }
       stored.set(path, { texts, starts });
     }
@@ -155,7 +147,6 @@ export class StoredItems {
       chunks,
       cuts,
       trim: known === undefined,
-      paths: [...split.arrays.keys()],
       expectedVersion: known?.version ?? null,
       stored,
     };

@@ -98,7 +98,8 @@ describe('checkpoints of a growing conversation', () => {
     expect((await second.load('shared'))?.run.snapshot).toEqual(shorter);
     const rows = await sql.unsafe(
       `select coalesce(sum(json_array_length(items::json)), 0)::int as n
-         from "${harness.schema}".snapshot_chunks where run_id = 'shared'`,
+         from "${harness.schema}".snapshot_chunks
+        where run_seq = (select created_seq from "${harness.schema}".runs where run_id = 'shared')`,
     );
     expect(rows[0]?.n).toBe(6);
 
@@ -117,7 +118,8 @@ describe('checkpoints of a growing conversation', () => {
     });
     const left = await sql.unsafe(
       `select coalesce(sum(json_array_length(items::json)), 0)::int as n
-         from "${harness.schema}".snapshot_chunks where run_id = 'shared'`,
+         from "${harness.schema}".snapshot_chunks
+        where run_seq = (select created_seq from "${harness.schema}".runs where run_id = 'shared')`,
     );
     expect(left[0]?.n).toBe(0);
   });

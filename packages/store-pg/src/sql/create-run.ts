@@ -12,7 +12,7 @@ function newRow(run: NewRun, ord: number) {
     name: run.name,
     signature: run.signature,
     status: run.status ?? 'running',
-    snapshot: run.snapshot ?? null,
+    snapshot: run.snapshot == null ? null : JSON.stringify(run.snapshot),
     parent_run_id: run.parent?.runId ?? null,
     parent_incarnation: run.parent?.incarnation ?? null,
     ord,
@@ -32,7 +32,7 @@ function insertRuns(db: Db, names: Names, runs: readonly NewRun[]): Promise<unkn
      SELECT o.run_id, o.kind, o.name, o.signature, o.status, o.snapshot,
             p.run_id, p.created_seq, coalesce(p.root_run_id, p.run_id)
        FROM jsonb_to_recordset($1::text::jsonb)
-            AS o(run_id text, kind text, name text, signature text, status text, snapshot jsonb,
+            AS o(run_id text, kind text, name text, signature text, status text, snapshot text,
                  parent_run_id text, parent_incarnation text, ord int)
        LEFT JOIN ${names.runs} p ON p.run_id = o.parent_run_id AND p.created_seq::text = o.parent_incarnation
       WHERE o.parent_run_id IS NULL OR p.run_id IS NOT NULL

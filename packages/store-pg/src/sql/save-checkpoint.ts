@@ -51,23 +51,21 @@ export async function saveCheckpoints(
     ...fenceRow(ord, fence),
     status: checkpoint.status,
     signature: checkpoint.signature,
-    snapshot: inline,
+    snapshot: inline === null ? null : JSON.stringify(inline),
     output: checkpoint.output ?? null,
     has_output: checkpoint.output !== undefined,
     error: checkpoint.error ?? null,
     journal_seq: checkpoint.journalSeq,
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
-    paths: items.paths,
     trim_items: items.trim,
   }));
   const chunks = writes.flatMap(({ items }, ord) =>
-    items.chunks.map(({ path, idx, items: elements, fresh }) => ({
+    items.chunks.map(({ path, idx, items: elements }) => ({
       ord,
       path,
       idx,
       items: JSON.stringify(elements),
-      fresh,
     })),
   );
   const cuts = writes.flatMap(({ items }, ord) => items.cuts.map((cut) => ({ ord, ...cut })));
@@ -75,9 +73,9 @@ export async function saveCheckpoints(
     db,
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
-         ${fenceColumns}, status text, signature text, snapshot jsonb, output jsonb,
+         ${fenceColumns}, status text, signature text, snapshot text, output jsonb,
          has_output boolean, error jsonb, journal_seq bigint, release boolean, expected_version bigint,
-         paths jsonb, trim_items boolean)
+         trim_items boolean)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
@@ -99,7 +97,7 @@ export async function saveCheckpoints(
         WHERE r.run_id = c.run_id AND ${mayApply}
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
-       RETURNING o.ord, r.run_id, r.snapshot_version, o.paths, o.journal_seq, o.trim_items,
+       RETURNING o.ord, r.run_id, r.created_seq, r.snapshot_version, o.journal_seq, o.trim_items,
                  -- What it supersedes in the journal table is hidden from loads at once and deleted in
                  -- bulk: at the end of the run, and every 32 seqs.
                  o.status IN ${finalStatusList}
@@ -109,26 +107,20 @@ export async function saveCheckpoints(
         WHERE f.trim_journal AND j.run_id = f.run_id AND j.seq <= f.journal_seq
      ), cut AS (
        DELETE FROM ${names.snapshotChunks} s
-        USING (SELECT f.run_id, k.path, k.after
+        USING (SELECT f.created_seq, k.path, k.after
                  FROM fenced f JOIN jsonb_to_recordset($3::text::jsonb) AS k(ord int, path text, after int)
                    ON k.ord = f.ord) k
-        WHERE s.run_id = k.run_id AND s.path = k.path AND s.idx > k.after
+        WHERE s.run_seq = k.created_seq AND s.path = k.path AND s.idx > k.after
      ), trimmed AS (
        DELETE FROM ${names.snapshotChunks} s USING fenced f
-        WHERE f.trim_items AND s.run_id = f.run_id AND NOT (f.paths ? s.path)
-     ), chunks AS (
-       SELECT f.run_id, x.path, x.idx, x.items, x.fresh
+        WHERE f.trim_items AND s.run_seq = f.created_seq
+     ), written AS (
+       -- No key to conflict on: the rows a chunk replaces were cut above (one statement, one snapshot).
+       INSERT INTO ${names.snapshotChunks} (run_seq, path, idx, items)
+       SELECT f.created_seq, x.path, x.idx, x.items
          FROM fenced f
-         JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, items text, fresh boolean)
+         JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, items text)
            ON x.ord = f.ord
-     ), appended AS (
-       -- Rows past everything stored: plain inserts.
-       INSERT INTO ${names.snapshotChunks} (run_id, path, idx, items)
-       SELECT run_id, path, idx, items FROM chunks WHERE fresh
-     ), rewritten AS (
-       INSERT INTO ${names.snapshotChunks} (run_id, path, idx, items)
-       SELECT run_id, path, idx, items FROM chunks WHERE NOT fresh
-       ON CONFLICT (run_id, path, idx) DO UPDATE SET items = EXCLUDED.items
      )
      SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
