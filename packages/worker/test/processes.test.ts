@@ -4,7 +4,12 @@ import { useTestDatabase } from '@cairn/testing';
 import { createClient, type CairnClient } from '@cairn/worker';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createEffectsTable, processAgent } from './fixtures/agents.js';
+import {
+  createEffectsTable,
+  effectsOf as effectsOfRun,
+  processAgent,
+  unknownCalls as unknownCallsOf,
+} from './fixtures/agents.js';
 import { startWorkerProcess, type WorkerProcess } from './processes.js';
 
 // Real worker processes against real Postgres: SIGKILL, SIGSTOP/SIGCONT, SIGTERM, races and a soak.
@@ -50,23 +55,20 @@ function worker(owner: string, env: Record<string, string> = {}): Promise<Worker
   return started;
 }
 
-async function effectsOf(runId: string): Promise<Record<string, number>> {
-  const rows = await sql.unsafe<Array<{ tool_call_id: string; n: number }>>(
-    `select tool_call_id, n from "${schema}".effects where run_id = $1`,
-    [runId],
-  );
-  return Object.fromEntries(rows.map((row) => [row.tool_call_id, row.n]));
+const effectsOf = (runId: string) => effectsOfRun(sql, schema, runId);
+const unknownCalls = (runId: string) => unknownCallsOf(store, runId);
+
+/** The advisory locks held in this file's database, by anyone. */
+async function advisoryLocks(): Promise<Array<{ pid: number; key: string }>> {
+  return sql<Array<{ pid: number; key: string }>>`
+    select pid, ((classid::bigint << 32) | objid::bigint)::text as key from pg_locks
+     where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`;
 }
 
-/** The tool calls the finished run reported to the model as outcome unknown. */
-async function unknownCalls(runId: string): Promise<string[]> {
-  const snapshot = (await store.load(runId))?.run.snapshot as {
-    state: { messages: Array<{ role: string; toolCallId?: string; outcome?: string }> };
-  };
-  return snapshot.state.messages
-    .filter((m) => m.role === 'tool' && m.outcome === 'unknown')
-    .map((m) => m.toolCallId!);
-}
+// The soak's run count; CAIRN_SOAK_RUNS=2000 runs a longer one by hand, with kills in proportion.
+const soakRuns = Number(process.env.CAIRN_SOAK_RUNS ?? 200);
+const soakKills = Math.max(8, Math.round(soakRuns / 25));
+const soakTimeoutMs = Math.max(180_000, soakRuns * 300);
 
 describe('worker processes on Postgres', () => {
   it('SIGKILL mid-tool: another worker finishes; settled tools ran once, the in-flight one is unknown', async () => {
@@ -156,42 +158,62 @@ describe('worker processes on Postgres', () => {
     expect((await store.load(runId))?.run.epoch).toBe(1);
   });
 
-  it('soak: 200 runs across 3 workers with random kills all end, every settled side effect counted once', async () => {
-    // Slow second steps keep runs in flight long enough for the kills to land mid-run.
-    const env = { CONCURRENCY: '10', LEASE_MS: '3000', MAX_RECOVERIES: '50', SLOW_MS: '2500' };
-    const live = await Promise.all(['s0', 's1', 's2'].map((owner) => worker(owner, env)));
-    const runIds: string[] = [];
-    for (let i = 0; i < 200; i += 1) runIds.push((await client.start(agent(), `run ${i}`)).runId);
-    // Kill a random worker at random moments and start a new one in its place, a bounded number of times.
-    let kills = 0;
-    let generation = 0;
-    while (kills < 8) {
-      const done = await client.list({ status: 'completed' });
-      if (done.length === runIds.length) break;
-      await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 250)));
-      const index = Math.floor(Math.random() * live.length);
-      live[index]!.kill('SIGKILL');
-      await live[index]!.exited;
-      kills += 1;
-      live[index] = await worker(`s${index}-${++generation}`, env);
-    }
-    for (const runId of runIds)
-      expect(await client.result(runId, { pollMs: 100 })).toBe('three steps done');
-    const rows = await sql.unsafe<Array<{ run_id: string; tool_call_id: string; n: number }>>(
-      `select run_id, tool_call_id, n from "${schema}".effects`,
-    );
-    let unknown = 0;
-    for (const runId of runIds) {
-      const reported = new Set(await unknownCalls(runId));
-      unknown += reported.size;
-      for (const call of ['a1', 'a2', 'a3']) {
-        const n = rows.find((row) => row.run_id === runId && row.tool_call_id === call)?.n ?? 0;
-        // A call reported unknown was in flight at a kill: it ran at most once. Every other ran exactly once.
-        if (reported.has(call)) expect(n, `${runId} ${call}`).toBeLessThanOrEqual(1);
-        else expect(n, `${runId} ${call}`).toBe(1);
+  it(
+    `soak: ${soakRuns} runs across 3 workers with random kills all end, every settled side effect counted once, no lock left`,
+    async () => {
+      const started = Date.now();
+      // Slow second steps keep runs in flight long enough for the kills to land mid-run.
+      const env = { CONCURRENCY: '10', LEASE_MS: '3000', MAX_RECOVERIES: '50', SLOW_MS: '2500' };
+      const live = await Promise.all(['s0', 's1', 's2'].map((owner) => worker(owner, env)));
+      const runIds: string[] = [];
+      for (let i = 0; i < soakRuns; i += 1)
+        runIds.push((await client.start(agent(), `run ${i}`)).runId);
+      // Kill a random worker at random moments and start a new one in its place, a bounded number of times.
+      let kills = 0;
+      let generation = 0;
+      while (kills < soakKills) {
+        const done = await client.list({ status: 'completed' });
+        if (done.length === runIds.length) break;
+        await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(Math.random() * 250)));
+        const index = Math.floor(Math.random() * live.length);
+        live[index]!.kill('SIGKILL');
+        await live[index]!.exited;
+        kills += 1;
+        live[index] = await worker(`s${index}-${++generation}`, env);
       }
-    }
-    console.log(`soak: 200 runs, ${kills} kills, ${unknown} calls reported outcome unknown`);
-    expect(kills).toBeGreaterThanOrEqual(3);
-  }, 180_000);
+      for (const runId of runIds)
+        expect(await client.result(runId, { pollMs: 100 })).toBe('three steps done');
+      const rows = await sql.unsafe<Array<{ run_id: string; tool_call_id: string; n: number }>>(
+        `select run_id, tool_call_id, n from "${schema}".effects`,
+      );
+      const counted = new Map(rows.map((row) => [`${row.run_id}/${row.tool_call_id}`, row.n]));
+      let unknown = 0;
+      for (const runId of runIds) {
+        const reported = new Set(await unknownCalls(runId));
+        unknown += reported.size;
+        for (const call of ['a1', 'a2', 'a3']) {
+          const n = counted.get(`${runId}/${call}`) ?? 0;
+          // A call reported unknown was in flight at a kill: it ran at most once. Every other ran exactly once.
+          if (reported.has(call)) expect(n, `${runId} ${call}`).toBeLessThanOrEqual(1);
+          else expect(n, `${runId} ${call}`).toBe(1);
+        }
+      }
+      const takeovers = processes.flatMap((p) => p.events('claimed')).filter((e) => e.takenFrom);
+      console.log(
+        `soak: ${soakRuns} runs, ${kills} kills, ${takeovers.length} runs taken over from a killed worker, ` +
+          `${unknown} calls reported outcome unknown, ${Math.round((Date.now() - started) / 1000)} s`,
+      );
+      expect(kills).toBeGreaterThanOrEqual(3);
+      // One advisory lock per live worker, whatever it held; the killed workers' went with their connections,
+      // and the client's store holds none (starting and reading runs needs no session).
+      expect(await advisoryLocks()).toHaveLength(live.length);
+      // Closed, the live ones' locks go with their stores.
+      for (const survivor of live) survivor.kill('SIGTERM');
+      for (const survivor of live) expect((await survivor.exited).code).toBe(0);
+      for (let i = 0; i < 100 && (await advisoryLocks()).length > 0; i += 1)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await advisoryLocks()).toEqual([]);
+    },
+    soakTimeoutMs,
+  );
 });
