@@ -20,6 +20,9 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       medianOf(report, 'drain', `${setup.processes}x${setup.concurrency}.leases_per_run`),
     ),
   );
+  const sequentialVsDbos = medianOf(report, 'dbos', 'sequential.ratio');
+  const sequentialWal = medianOf(report, 'dbos', 'sequential.wal_ratio');
+  const claimP50 = medianOf(report, 'claim_latency', 'claim.p50_ms');
   const completedShare = medianOf(report, 'mass_takeover', 'completed_share');
   const ranTwice = medianOf(report, 'mass_takeover', 'ran_twice');
   return [
@@ -27,7 +30,8 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       key: 'per_step_vs_limit',
       label: 'Cairn store-pg ms per trip / limit single-client median',
       value: perStepRatio,
-      target: { text: '<= 2x', met: perStepRatio <= 2 },
+      // store-pg issue 14's bar; the two-commit floor (2x) is the goal beyond it.
+      target: { text: '<= 3x (goal 2x)', met: perStepRatio <= 3 },
     },
     {
       key: 'memory_step_vs_limit',
@@ -42,18 +46,20 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
     {
       key: 'sequential_vs_dbos',
       label: 'Cairn ms per trip / DBOS ms per step (sequential, median of pairs)',
-      value: medianOf(report, 'dbos', 'sequential.ratio'),
+      value: sequentialVsDbos,
+      target: { text: '< 1', met: sequentialVsDbos < 1 },
     },
     {
       key: 'throughput_vs_dbos',
       label: 'Cairn trips/s / DBOS steps/s (concurrent, median of pairs)',
       value: vsDbos,
-      target: { text: '>= 5x', met: vsDbos >= 5 },
+      target: { text: '>= 3x (goal 5x)', met: vsDbos >= 3 },
     },
     {
       key: 'sequential_wal_vs_dbos',
       label: 'Cairn WAL per trip / DBOS WAL per step (sequential, median of pairs)',
-      value: medianOf(report, 'dbos', 'sequential.wal_ratio'),
+      value: sequentialWal,
+      target: { text: '<= 2x', met: sequentialWal <= 2 },
     },
     {
       key: 'concurrent_wal_vs_dbos',
@@ -64,6 +70,12 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       key: 'dbos_step_vs_limit',
       label: 'DBOS ms per step / limit single-client median',
       value: dbosStep / limitSingle,
+    },
+    {
+      key: 'claim_p50',
+      label: 'claim latency at concurrency 250: p50 (ms)',
+      value: claimP50,
+      target: { text: '<= 20', met: claimP50 <= 20 },
     },
     {
       key: 'drain_leases_per_run',

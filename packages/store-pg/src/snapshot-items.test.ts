@@ -55,9 +55,14 @@ describe('splitting a snapshot into its long arrays', () => {
     ]);
     known.remember('r', 2, second.stored);
 
-    // An element rewritten in place is written again from the start of its row; key order is no change.
+    // Stored as text, an element's bytes are what a resumed run replays: the same keys in another order are
+    // a change, written again from the start of the row that holds it.
+    const reordered = structuredClone(grown);
+    reordered.state.messages[5] = { content: 'm6', role: 'assistant' };
+    expect(known.plan('r', splitSnapshot(reordered)).chunks.map(({ idx }) => idx)).toEqual([5]);
+
+    // An element rewritten in place is written again from the start of its row.
     const rewritten = structuredClone(grown);
-    rewritten.state.messages[4] = { content: 'm5', role: 'user' };
     rewritten.state.messages[6] = { role: 'tool', content: 'changed' };
     const third = known.plan('r', splitSnapshot(rewritten));
     expect(third.chunks.map(({ idx, items }) => [idx, items.length])).toEqual([[5, 2]]);

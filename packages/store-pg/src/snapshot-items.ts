@@ -1,4 +1,3 @@
-import { canonicalJsonOf } from './canonical-json.js';
 import type { JsonValue } from '@cairn/sdk';
 
 /**
@@ -76,7 +75,11 @@ export interface ItemsWrite {
   expectedVersion: number | null;
 }
 
-/** What is stored of one array: each element's canonical JSON, and where each row starts. */
+/**
+ * What is stored of one array: each element's JSON text, and where each row starts. Rows hold the text as
+ * it was written (a text column, not jsonb), and a run's state is read back from that text, so an unchanged
+ * element gives the same text again.
+ */
 export interface StoredArray {
   texts: string[];
   starts: number[];
@@ -112,7 +115,7 @@ export class StoredItems {
     const cuts: ItemsWrite['cuts'] = [];
     const stored = new Map<string, StoredArray>();
     for (const [path, items] of split.arrays) {
-      const texts = items.map(canonicalJsonOf);
+      const texts = items.map(textOf);
       const before = known?.arrays.get(path);
       if (before === undefined) {
         // Unknown (every row of the run is deleted first), or a path new to the run: one row of everything.
@@ -165,13 +168,17 @@ export class StoredItems {
   rememberLoaded(runId: string, version: number, arrays: ReadonlyMap<string, LoadedArray>): void {
     const known = new Map<string, StoredArray>();
     for (const [path, { items, starts }] of arrays)
-      known.set(path, { texts: items.map(canonicalJsonOf), starts });
+      known.set(path, { texts: items.map(textOf), starts });
     this.remember(runId, version, known);
   }
 
   forget(runId: string): void {
     this.runs.delete(runId);
   }
+}
+
+function textOf(item: JsonValue): string {
+  return JSON.stringify(item);
 }
 
 /** One array as a load read it from its rows. */

@@ -12,8 +12,10 @@ import { toStoreError } from './errors.js';
 import type { Names } from './names.js';
 import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { appendJournals, type JournalWrite } from './sql/append-journal.js';
+import { appendOne } from './sql/append-one.js';
 import { createRuns } from './sql/create-run.js';
 import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
+import { saveOne } from './sql/save-one.js';
 import { WriteBatcher, type WriteOutcome } from './write-batcher.js';
 
 /**
@@ -33,12 +35,18 @@ export class BatchedWrites {
     private readonly names: Names,
   ) {
     this.checkpoints = new WriteBatcher(
-      this.batch('save a checkpoint', (writes, wait) => saveCheckpoints(sql, names, writes, wait)),
+      this.batch('save a checkpoint', (writes, wait) =>
+        alone(writes)
+          ? saveOne(sql, names, writes[0]!, wait).then((outcome) => [outcome])
+          : saveCheckpoints(sql, names, writes, wait),
+      ),
       { keyOf: (write) => write.fence.runId },
     );
     this.appends = new WriteBatcher(
       this.batch('append to the journal', (writes, wait) =>
-        appendJournals(sql, names, writes, wait),
+        alone(writes)
+          ? appendOne(sql, names, writes[0]!, wait).then((outcome) => [outcome])
+          : appendJournals(sql, names, writes, wait),
       ),
       { keyOf: (write) => write.fence.runId },
     );
@@ -122,6 +130,14 @@ export class BatchedWrites {
       });
     };
   }
+}
+
+/**
+ * Whether a batch is one root run's write, which goes by the lighter one-row statement. A child's write is
+ * fenced by its root's row too, so it goes in a batch statement.
+ */
+function alone(writes: ReadonlyArray<{ fence: Fence }>): boolean {
+  return writes.length === 1 && writes[0]!.fence.root === undefined;
 }
 
 function isBusy(result: unknown): result is 'busy' {

@@ -87,20 +87,27 @@ export async function appendJournals(
       ),
     ],
   );
-  return writes.map(({ fence }, ord) => {
-    const row = rows[ord]!;
-    if (row[6] === true) return undefined;
-    // An append names no status: a run in a final status refuses it, so a refusal is always an error.
-    const refusal = refusalOf(fence, fenceCheckOf(row, 1), {});
-    if (refusal === 'busy') return refusal;
-    return refusal instanceof LeaseLostError
-      ? refusal
-      : new LeaseLostError(fence.runId, fence.epoch);
-  });
+  return writes.map(({ fence }, ord) => appendOutcomeOf(fence, rows[ord]!));
+}
+
+/**
+ * What an append statement's result row (the write's `ord`, the five `fenceCheckColumns`, then whether it
+ * applied) says of the write: undefined when it applied, `busy` when its row was skipped, else why it was
+ * refused.
+ */
+export function appendOutcomeOf(
+  fence: Fence,
+  row: readonly unknown[],
+): LeaseLostError | 'busy' | undefined {
+  if (row[6] === true) return undefined;
+  // An append names no status: a run in a final status refuses it, so a refusal is always an error.
+  const refusal = refusalOf(fence, fenceCheckOf(row, 1), {});
+  if (refusal === 'busy') return refusal;
+  return refusal instanceof LeaseLostError ? refusal : new LeaseLostError(fence.runId, fence.epoch);
 }
 
 /** An entry as one line of JSON text, `seq` first so that a checkpoint can read it off the line. */
-function lineOf(entry: JournalEntry): string {
+export function lineOf(entry: JournalEntry): string {
   const { seq, ...rest } = entry;
   return JSON.stringify({ seq, ...rest });
 }

@@ -83,11 +83,7 @@ export async function saveCheckpoints(
               checkpoint_seq = o.journal_seq,
               -- What the checkpoint supersedes leaves the row's journal (usually all of it); each line
               -- starts with its seq.
-              journal = CASE WHEN r.journal = '' OR c.journal_seq <= o.journal_seq THEN ''
-                             ELSE coalesce((SELECT string_agg(l || E'\\n', '' ORDER BY n)
-                                              FROM regexp_split_to_table(rtrim(r.journal, E'\\n'), E'\\n')
-                                                   WITH ORDINALITY AS t(l, n)
-                                             WHERE substring(l FROM '^\\{"seq":(-?\\d+)')::bigint > o.journal_seq), '') END,
+              journal = ${journalAfter('c.journal_seq', 'o.journal_seq')},
               owner = CASE WHEN o.release THEN NULL ELSE r.owner END,
               lease_until = CASE WHEN o.release THEN NULL ELSE r.lease_until END,
               lease_ms = CASE WHEN o.release THEN NULL ELSE r.lease_ms END,
@@ -127,13 +123,34 @@ export async function saveCheckpoints(
       ORDER BY o.ord`,
     [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts)],
   );
-  return writes.map(({ fence, checkpoint }, ord): SaveOutcome => {
-    const row = rows[ord]!;
-    if (typeof row[6] === 'number') return { type: 'saved', version: row[6] };
-    const refusal = refusalOf(fence, fenceCheckOf(row, 1), checkpoint);
-    if (refusal === 'unchanged') return { type: 'unchanged' };
-    if (refusal === 'busy') return { type: 'busy' };
-    if (refusal !== undefined) return { type: 'refused', error: refusal };
-    return { type: 'stale' };
-  });
+  return writes.map(({ fence, checkpoint }, ord) => saveOutcomeOf(fence, checkpoint, rows[ord]!));
+}
+
+/**
+ * What a save statement's result row (the write's `ord`, the five `fenceCheckColumns`, then the new snapshot
+ * version or NULL) says of the write.
+ */
+export function saveOutcomeOf(
+  fence: Fence,
+  checkpoint: Checkpoint,
+  row: readonly unknown[],
+): SaveOutcome {
+  if (typeof row[6] === 'number') return { type: 'saved', version: row[6] };
+  const refusal = refusalOf(fence, fenceCheckOf(row, 1), checkpoint);
+  if (refusal === 'unchanged') return { type: 'unchanged' };
+  if (refusal === 'busy') return { type: 'busy' };
+  if (refusal !== undefined) return { type: 'refused', error: refusal };
+  return { type: 'stale' };
+}
+
+/**
+ * The SQL of what a checkpoint up to `seq` leaves of the row's journal `r.journal` (whose highest seq is
+ * `journalSeq`): usually nothing; else the lines above `seq`, read off each line's leading seq.
+ */
+export function journalAfter(journalSeq: string, seq: string): string {
+  return `CASE WHEN r.journal = '' OR ${journalSeq} <= ${seq} THEN ''
+               ELSE coalesce((SELECT string_agg(l || E'\\n', '' ORDER BY n)
+                                FROM regexp_split_to_table(rtrim(r.journal, E'\\n'), E'\\n')
+                                     WITH ORDINALITY AS t(l, n)
+                               WHERE substring(l FROM '^\\{"seq":(-?\\d+)')::bigint > ${seq}), '') END`;
 }
