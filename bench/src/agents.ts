@@ -63,10 +63,13 @@ export function benchAgent(options: BenchAgentOptions) {
         .slice(0, length);
     },
   });
-  const model = scriptedModel((_request, turn) =>
-    turn < options.trips
-      ? { toolCalls: [{ id: `c${turn}`, name: 'work', args: { trip: turn } }] }
-      : { text: 'done' },
+  // The bench measures Cairn, not the fake model: it keeps no copy of each request.
+  const model = scriptedModel(
+    (_request, turn) =>
+      turn < options.trips
+        ? { toolCalls: [{ id: `c${turn}`, name: 'work', args: { trip: turn } }] }
+        : { text: 'done' },
+    { recordCalls: false },
   );
   return defineAgent({
     name: options.name,

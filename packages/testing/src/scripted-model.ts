@@ -23,7 +23,7 @@ export type Script =
 
 /** A scripted model, with what it was asked. */
 export interface ScriptedModel extends Model {
-  /** Every request, in order, as it was sent (copied). */
+  /** Every request, in order, as it was sent (copied); empty when `recordCalls` is false. */
   readonly calls: ModelRequest[];
 }
 
@@ -35,6 +35,11 @@ export interface ScriptedModelOptions {
   provider?: string;
   /** Usage reported by turns that give none. @defaultValue 100 input and 20 output tokens */
   usage?: Usage;
+  /**
+   * Keep a copy of every request in `calls`. A load test with long conversations turns it off: copying each
+   * request costs more than the rest of a trip. @defaultValue true
+   */
+  recordCalls?: boolean;
 }
 
 const defaultUsage: Usage = { inputTokens: 100, outputTokens: 20, totalTokens: 120 };
@@ -51,8 +56,10 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
     provider: options.provider ?? 'cairn-testing',
     calls,
     async generate(request): Promise<ModelResponse> {
-      const { signal, ...rest } = request;
-      calls.push({ ...structuredClone(rest), signal });
+      if (options.recordCalls !== false) {
+        const { signal, ...rest } = request;
+        calls.push({ ...structuredClone(rest), signal });
+      }
       const turn = request.messages.filter((message) => message.role === 'assistant').length;
       const scripted = typeof script === 'function' ? script(request, turn) : script[turn];
       if (scripted === undefined) {

@@ -38,6 +38,13 @@ describe('scriptedModel', () => {
     expect(model.calls[2]?.messages).toHaveLength(2);
   });
 
+  it('keeps no copy of the requests when recordCalls is false, and answers the same', async () => {
+    const model = scriptedModel([{ text: 'hello' }], { recordCalls: false });
+    const answer = await model.generate({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal });
+    expect(answer.message.content).toBe('hello');
+    expect(model.calls).toEqual([]);
+  });
+
   it('fails with a typed error when the script runs out', async () => {
     const model = scriptedModel([]);
     await expect(model.generate({ messages: [], tools: [], signal })).rejects.toMatchObject({
