@@ -40,7 +40,11 @@ describe('scriptedModel', () => {
 
   it('keeps no copy of the requests when recordCalls is false, and answers the same', async () => {
     const model = scriptedModel([{ text: 'hello' }], { recordCalls: false });
-    const answer = await model.generate({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal });
+    const answer = await model.generate({
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
+      signal,
+    });
     expect(answer.message.content).toBe('hello');
     expect(model.calls).toEqual([]);
   });
