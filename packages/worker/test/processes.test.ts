@@ -10,7 +10,7 @@ import {
   processAgent,
   unknownCalls as unknownCallsOf,
 } from './fixtures/agents.js';
-import { startWorkerProcess, type WorkerProcess } from './processes.js';
+import { endProcessTest, startWorkerProcess, type WorkerProcess } from './processes.js';
 
 // Real worker processes against real Postgres: SIGKILL, SIGSTOP/SIGCONT, SIGTERM, races and a soak.
 const database = useTestDatabase({ prefix: 'cairn_worker_processes' });
@@ -33,14 +33,7 @@ beforeEach(async () => {
   await createEffectsTable(sql, schema);
   client = createClient({ store });
 });
-afterEach(async () => {
-  for (const worker of processes.splice(0)) {
-    worker.kill('SIGKILL');
-    await worker.exited;
-  }
-  await store.close();
-  await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-});
+afterEach(() => endProcessTest(processes, store, sql, schema));
 
 const agent = () => processAgent(sql, schema, 0);
 

@@ -86,3 +86,21 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
   await worker.waitFor((line) => line.kind === 'ready');
   return worker;
 }
+
+/**
+ * The end of a test with worker processes: kills those still running (SIGKILL), waits for each to exit, then
+ * closes the test's store and drops its schema.
+ */
+export async function endProcessTest(
+  processes: WorkerProcess[],
+  store: { close(): Promise<void> },
+  sql: { unsafe(query: string): PromiseLike<unknown> },
+  schema: string,
+): Promise<void> {
+  for (const worker of processes.splice(0)) {
+    worker.kill('SIGKILL');
+    await worker.exited;
+  }
+  await store.close();
+  await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+}

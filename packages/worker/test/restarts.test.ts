@@ -5,7 +5,7 @@ import { createClient, type CairnClient } from '@cairn/worker';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { processAgent, unknownCalls } from './fixtures/agents.js';
-import { startWorkerProcess, type WorkerProcess } from './processes.js';
+import { endProcessTest, startWorkerProcess, type WorkerProcess } from './processes.js';
 
 // Worker processes through restarts of their Postgres server. The server is an embedded one of this file's
 // own: the machine's shared server, which other test files use at the same time, is never restarted.
@@ -34,14 +34,7 @@ beforeEach(async () => {
   await store.migrate();
   client = createClient({ store });
 });
-afterEach(async () => {
-  for (const worker of processes.splice(0)) {
-    worker.kill('SIGKILL');
-    await worker.exited;
-  }
-  await store.close();
-  await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-});
+afterEach(() => endProcessTest(processes, store, sql, schema));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

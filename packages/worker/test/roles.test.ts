@@ -5,7 +5,7 @@ import { createClient, type CairnClient } from '@cairn/worker';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createEffectsTable, effectsOf, processAgent, unknownCalls } from './fixtures/agents.js';
-import { startWorkerProcess, type WorkerProcess } from './processes.js';
+import { endProcessTest, startWorkerProcess, type WorkerProcess } from './processes.js';
 import { until } from './support.js';
 
 // Worker processes connecting as two roles of their own, neither a superuser nor the schema's owner, take
@@ -53,14 +53,7 @@ beforeEach(async () => {
   await sql.unsafe(`grant execute on all functions in schema "${schema}" to ${roleNames}`);
   client = createClient({ store });
 });
-afterEach(async () => {
-  for (const worker of processes.splice(0)) {
-    worker.kill('SIGKILL');
-    await worker.exited;
-  }
-  await store.close();
-  await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-});
+afterEach(() => endProcessTest(processes, store, sql, schema));
 
 /** Starts a worker process connecting as `role`, with 60 s leases: only its session can tell it died. */
 async function worker(
