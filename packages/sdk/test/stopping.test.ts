@@ -173,6 +173,68 @@ describe('a planner that stops mid-wave', () => {
   });
 });
 
+describe('a cancelled attempt whose write is then refused by the fence', () => {
+  it('writes nothing more, and ends LEASE_LOST: the run is the new holder’s to end', async () => {
+    const clock = createFakeClock();
+    const store = memoryStore({ clock });
+    const pay = gatedTool('pay');
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          { id: 'p1', name: 'pay', args: { value: 'a' } },
+          { id: 'p2', name: 'pay', args: { value: 'b' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const cancel = new AbortController();
+    const afterRefusal: string[] = [];
+    let refused = false;
+    const intercepted = interceptWrites(store, (kind, args) => {
+      if (refused) {
+        afterRefusal.push(kind);
+        return;
+      }
+      const entries = kind === 'append' ? (args[1] as Array<{ type: string }>) : [];
+      if (entries.some((entry) => entry.type === 'settled')) {
+        // p1 settled while p2 runs: as its result is being written, a client cancels the run and another
+        // holder takes it over, so the write is refused.
+        cancel.abort(new Error('user cancelled'));
+        refused = true;
+        throw new LeaseLostError('c', 1, 'another holder claimed it');
+      }
+    });
+    const agent = defineAgent({
+      name: 'payer',
+      model,
+      tools: [pay.tool],
+      durable: { store, clock },
+    });
+    const run = runDurable(agent.definition, {
+      store: intercepted,
+      runId: 'c',
+      mode: 'execute',
+      input: 'go',
+      force: false,
+      clock,
+      owner: 'worker-1',
+      leaseMs: 10_000,
+      storeRetry: defaultStoreRetry,
+      deleteOnComplete: false,
+      tracer: cairnTracer(undefined),
+      signal: cancel.signal,
+    }).catch((error: unknown) => error);
+    await ticks();
+    pay.gateOf('p1').open();
+    await ticks();
+    pay.gateOf('p2').open();
+    expect(await run).toMatchObject({ code: 'LEASE_LOST' });
+    expect(refused).toBe(true);
+    // No checkpoint and no cancelled status after the refusal: the holder knows it lost the run.
+    expect(afterRefusal).toEqual([]);
+  });
+});
+
 describe('an event-loop stall longer than the lease', () => {
   it('starts no effect once the lease ran out on the local clock, before any renewal could tell', async () => {
     const fake = createFakeClock();

@@ -179,7 +179,11 @@ export class Attempt {
   }
 
   private stop(reason: StopReason): void {
-    if (this.stopReason !== undefined) return;
+    // The first stop wins, except that a crash or a lost lease (no write may follow) overrides a cancel or a
+    // hand-over (which may still write): a cancelled attempt whose write is then refused by the fence writes
+    // nothing more, and the run is the new holder's to end.
+    const current = this.stopReason;
+    if (current !== undefined && (forbidsWrites(current) || !forbidsWrites(reason))) return;
     this.stopReason = reason;
     // A crash, a fenced write or a hand-over in a child is the parent's too; a cancelled child is only a
     // failed effect.
@@ -188,4 +192,9 @@ export class Attempt {
     if (reason.type === 'released') return;
     this.controller.abort(reason.type === 'cancelled' ? reason.reason : reason.error);
   }
+}
+
+/** Whether a stop forbids every later write: a crash, or a lease lost. */
+function forbidsWrites(reason: StopReason): boolean {
+  return reason.type === 'crashed' || reason.type === 'lease-lost';
 }
