@@ -8,7 +8,9 @@ import { connect } from './support.js';
 const database = useTestDatabase({ prefix: 'cairn_simulation' });
 let sql: Sql;
 beforeAll(() => {
-  sql = connect(database(), { max: 20 });
+  // Every schedule creates and drops a schema: a backend's catalog caches keep growing with them (past 1 GB
+  // each after a few hundred schedules), so the pool's connections are replaced every minute.
+  sql = connect(database(), { max: 20, max_lifetime: 60 });
 });
 afterAll(async () => {
   await sql?.end({ timeout: 5 });
