@@ -86,9 +86,9 @@ export class Leases {
     checkTtl(ttlMs);
     const { sql, names } = this.ctx;
     try {
-      const session = (await this.ctx.session?.id()) ?? null;
-      const request = { runId, owner, ttlMs, reclaimOwn: reclaimOwn === true, session };
-      const lease = await claimRun(sql, names, request);
+      const lease = await this.underOwnSession((session) =>
+        claimRun(sql, names, { runId, owner, ttlMs, reclaimOwn: reclaimOwn === true, session }),
+      );
       if (lease !== undefined) return lease;
       if (!(await runExists(sql, names, runId))) throw new RunNotFoundError(runId);
       return undefined;
@@ -101,7 +101,6 @@ export class Leases {
     checkTtl(options.ttlMs);
     const { sql, names, session } = this.ctx;
     try {
-      const sessionId = (await session?.id()) ?? null;
       await this.probe();
       const now = Date.now();
       // Leases that ran out are looked for now and then: with sessions, a crash is seen by its session and
@@ -109,23 +108,49 @@ export class Leases {
       const sweepEvery = session === undefined ? this.ctx.probeMs : options.ttlMs / 2;
       const sweepExpired = now - this.swept >= sweepEvery;
       if (sweepExpired) this.swept = now;
-      return await claimRuns(sql, names, {
-        owner: options.owner,
-        ttlMs: options.ttlMs,
-        limit: options.limit,
-        definitions: options.definitions,
-        reclaimOwner: options.reclaimOwner ?? null,
-        session: sessionId,
-        instance: this.ctx.instance,
-        // After its own session (re)opened, an instance leaves other instances' runs alone for a grace: after a
-        // failover every instance first takes its own runs back.
-        takeOthers: session === undefined || session.age(now) >= this.ctx.graceMs,
-        graceMs: this.ctx.graceMs,
-        sweepExpired,
-        skip: options.skip ?? [],
-      });
+      return await this.underOwnSession((sessionId) =>
+        claimRuns(sql, names, {
+          owner: options.owner,
+          ttlMs: options.ttlMs,
+          limit: options.limit,
+          definitions: options.definitions,
+          reclaimOwner: options.reclaimOwner ?? null,
+          session: sessionId,
+          instance: this.ctx.instance,
+          // After its own session (re)opened, an instance leaves other instances' runs alone for a grace: after a
+          // failover every instance first takes its own runs back.
+          takeOthers: session === undefined || session.age(now) >= this.ctx.graceMs,
+          graceMs: this.ctx.graceMs,
+          sweepExpired,
+          skip: options.skip ?? [],
+        }),
+      );
     } catch (error) {
       throw toStoreError(error, 'claim runs', names.schema);
+    }
+  }
+
+  /**
+   * Runs a claim under this instance's session (null without sessions). A claim that finds the session
+   * already gone claims nothing: the session is reopened (its runs move to the new one) and the claim made
+   * once more under it.
+   */
+  private async underOwnSession<T>(
+    claim: (session: number | null) => Promise<T | 'session-lost'>,
+  ): Promise<T> {
+    const { session, names } = this.ctx;
+    for (let attempt = 1; ; attempt += 1) {
+      const id = (await session?.id()) ?? null;
+      const claimed = await claim(id);
+      if (claimed !== 'session-lost') return claimed;
+      if (id !== null) session?.reportLost(id);
+      if (attempt === 2) {
+        throw new CairnError(
+          'STORE_UNAVAILABLE',
+          `The store's session in schema "${names.schema}" was lost twice while claiming; try again.`,
+          { retryable: true, data: { schema: names.schema } },
+        );
+      }
     }
   }
 

@@ -77,6 +77,14 @@ export class LivenessSession {
     return this.current === undefined ? [...this.lost] : [this.current.id, ...this.lost];
   }
 
+  /**
+   * Takes session `id` as lost: a claim found its lock free before this instance noticed (the connection
+   * went a moment ago, or silently). The next `id()` opens another and moves the lost one's runs to it.
+   */
+  reportLost(id: number): void {
+    if (this.current?.id === id) this.retire(this.current);
+  }
+
   /** Ends the session: its lock goes, and claimers take over what it still held. */
   async close(): Promise<void> {
     this.closed = true;

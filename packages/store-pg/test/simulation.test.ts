@@ -67,4 +67,11 @@ function postgresSimulation(): SimulationBackend {
   };
 }
 
-itKeepsInvariants(postgresSimulation(), { schedules: 12, parallel: 4, msPerSchedule: 4_000 });
+itKeepsInvariants(postgresSimulation(), {
+  schedules: 12,
+  parallel: 4,
+  msPerSchedule: 4_000,
+  // 1064: a claim made under a lock session lost a moment before (the run was taken from a live holder);
+  // 1916: a cancelled attempt kept writing after the fence refused it.
+  regressions: [1064, 1916],
+});

@@ -2,7 +2,13 @@ import type { Lease } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
 import { finalStatusList } from '../row.js';
-import { claimedColumns, decodeClaimed } from './claimed.js';
+import {
+  claimedColumns,
+  claimedOrSessionLost,
+  decodeClaimed,
+  ownSession,
+  sessionLost,
+} from './claimed.js';
 
 /** One run to claim, for `owner`, recorded as held through `session` (null without sessions). */
 export interface ClaimRequest {
@@ -21,29 +27,34 @@ export interface ClaimRequest {
  * liveness lock free (`pg_try_advisory_xact_lock`, released when the statement ends). An explicit claim
  * (`execute`, `resume`) takes a crashed holder's run at once; workers' batch claims wait for a grace (see
  * `claimRuns`). A claim from a holder that never released the run counts as a recovery. Undefined when the
- * run cannot be claimed or does not exist.
+ * run cannot be claimed or does not exist; `session-lost` when the claimer's own session is gone.
  */
 export async function claimRun(
   db: Db,
   names: Names,
   request: ClaimRequest,
-): Promise<Lease | undefined> {
+): Promise<Lease | undefined | 'session-lost'> {
   const rows = await query(
     db,
-    `UPDATE ${names.runs} r
-        SET epoch = r.epoch + 1, owner = $2::text,
-            recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
-            lease_until = now() + $3::float8 * interval '1 millisecond', lease_ms = $3::int,
-            heartbeat_at = now(), holder_session = $5::bigint
-       FROM (SELECT p.run_id, p.owner FROM ${names.runs} p WHERE p.run_id = $1::text FOR UPDATE) previous
-      WHERE r.run_id = previous.run_id AND r.parent_run_id IS NULL AND r.status NOT IN ${finalStatusList}
-        AND (r.owner IS NULL OR r.lease_until < now() OR ($4::boolean AND r.owner = $2::text)
-             OR EXISTS (SELECT 1 FROM ${names.sessions} s
-                         WHERE s.id = r.holder_session
-                           AND (s.dead_at IS NOT NULL OR pg_try_advisory_xact_lock(s.lock_key))))
-     RETURNING ${claimedColumns(names, 'r', 'previous.owner')}`,
+    `WITH ${ownSession(names, '$5::bigint')}, claimed AS (
+       UPDATE ${names.runs} r
+          SET epoch = r.epoch + 1, owner = $2::text,
+              recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
+              lease_until = now() + $3::float8 * interval '1 millisecond', lease_ms = $3::int,
+              heartbeat_at = now(), holder_session = $5::bigint
+         FROM (SELECT p.run_id, p.owner FROM ${names.runs} p WHERE p.run_id = $1::text FOR UPDATE) previous
+        WHERE r.run_id = previous.run_id AND r.parent_run_id IS NULL AND r.status NOT IN ${finalStatusList}
+          AND (SELECT me.alive FROM me)
+          AND (r.owner IS NULL OR r.lease_until < now() OR ($4::boolean AND r.owner = $2::text)
+               OR EXISTS (SELECT 1 FROM ${names.sessions} s
+                           WHERE s.id = r.holder_session
+                             AND (s.dead_at IS NOT NULL OR pg_try_advisory_xact_lock(s.lock_key))))
+       RETURNING ${claimedColumns(names, 'r', 'previous.owner')}
+     )
+     ${claimedOrSessionLost()}`,
     [request.runId, request.owner, request.ttlMs, request.reclaimOwn, request.session],
   );
+  if (sessionLost(rows)) return 'session-lost';
   const row = rows[0];
   return row === undefined ? undefined : decodeClaimed(row, request.owner);
 }

@@ -1,7 +1,13 @@
 import type { Lease } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
-import { claimedColumns, decodeClaimed } from './claimed.js';
+import {
+  claimedColumns,
+  claimedOrSessionLost,
+  decodeClaimed,
+  ownSession,
+  sessionLost,
+} from './claimed.js';
 
 /** What a worker claims at once. */
 export interface BatchClaim {
@@ -34,13 +40,18 @@ const claimable = `r.status IN ('queued', 'running', 'suspended') AND r.parent_r
  * failover every instance first moves its own runs back instead of taking each other's); with
  * `sweepExpired`, leases that ran out; with `reclaimOwner`, this owner's. Rows are taken `FOR UPDATE SKIP
  * LOCKED`, so workers claiming at the same moment take different runs and none waits for another. A claim
- * from a holder that never released the run counts as a recovery.
+ * from a holder that never released the run counts as a recovery. Nothing is claimed, and `session-lost`
+ * returned, when the claimer's own session is gone.
  */
-export async function claimRuns(db: Db, names: Names, claim: BatchClaim): Promise<Lease[]> {
+export async function claimRuns(
+  db: Db,
+  names: Names,
+  claim: BatchClaim,
+): Promise<Lease[] | 'session-lost'> {
   if (claim.limit <= 0 || claim.definitions.length === 0) return [];
   const rows = await query(
     db,
-    `WITH defs AS (
+    `WITH ${ownSession(names, '$6::bigint')}, defs AS (
        SELECT d ->> 'kind' AS kind, d ->> 'name' AS name FROM jsonb_array_elements($1::text::jsonb) d
      ), takeable AS (
        SELECT s.id FROM ${names.sessions} s
@@ -69,15 +80,17 @@ export async function claimRuns(db: Db, names: Names, claim: BatchClaim): Promis
        SELECT c.run_id, c.owner FROM (SELECT * FROM free UNION SELECT * FROM abandoned
                                       UNION SELECT * FROM expired UNION SELECT * FROM reclaimed) c
         ORDER BY c.created_seq LIMIT $2::int
+     ), claimed AS (
+       UPDATE ${names.runs} r
+          SET epoch = r.epoch + 1, owner = $3::text,
+              recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
+              lease_until = now() + $4::float8 * interval '1 millisecond', lease_ms = $4::int,
+              heartbeat_at = now(), holder_session = $6::bigint
+         FROM chosen c
+        WHERE r.run_id = c.run_id AND (SELECT me.alive FROM me)
+       RETURNING ${claimedColumns(names, 'r', 'c.owner')}
      )
-     UPDATE ${names.runs} r
-        SET epoch = r.epoch + 1, owner = $3::text,
-            recoveries = r.recoveries + (r.owner IS NOT NULL)::int,
-            lease_until = now() + $4::float8 * interval '1 millisecond', lease_ms = $4::int,
-            heartbeat_at = now(), holder_session = $6::bigint
-       FROM chosen c
-      WHERE r.run_id = c.run_id
-     RETURNING ${claimedColumns(names, 'r', 'c.owner')}`,
+     ${claimedOrSessionLost()}`,
     [
       JSON.stringify(claim.definitions.map(({ kind, name }) => ({ kind, name }))),
       claim.limit,
@@ -92,6 +105,7 @@ export async function claimRuns(db: Db, names: Names, claim: BatchClaim): Promis
       claim.skip,
     ],
   );
+  if (sessionLost(rows)) return 'session-lost';
   return rows
     .map((row) => decodeClaimed(row, claim.owner))
     .sort((a, b) => a.claimed!.run.createdAt - b.claimed!.run.createdAt);

@@ -35,3 +35,32 @@ export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
     claimed: { run, journal },
   };
 }
+
+/**
+ * A CTE `me`: whether the claimer's own session (`session`, a parameter; NULL without sessions) is alive, its
+ * liveness lock held. A claim is recorded under that session, and a claim under a session that is already
+ * gone (lost a moment ago, before its store noticed) would hand the run to the next claimer at once: such a
+ * claim takes nothing, and says so (see `sessionLostRow`).
+ */
+export function ownSession(names: Names, session: string): string {
+  return `me AS MATERIALIZED (
+       SELECT ${session} IS NULL
+              OR NOT EXISTS (SELECT 1 FROM ${names.sessions} s
+                              WHERE s.id = ${session} AND pg_try_advisory_xact_lock(s.lock_key)) AS alive
+     )`;
+}
+
+/**
+ * The end of a claim statement whose claimed rows (`claimedColumns`) are in the CTE `claimed`: those rows, or
+ * one row saying the claimer's session is gone (`me`), its last column false.
+ */
+export function claimedOrSessionLost(): string {
+  const nulls = Array.from({ length: runColumnCount + 3 }, () => 'NULL').join(', ');
+  return `SELECT c.*, true FROM claimed c
+     UNION ALL SELECT ${nulls}, false FROM me WHERE NOT me.alive`;
+}
+
+/** Whether a claim statement's rows say the claimer's own session is gone. */
+export function sessionLost(rows: ReadonlyArray<readonly unknown[]>): boolean {
+  return rows.length === 1 && rows[0]![runColumnCount + 3] === false;
+}

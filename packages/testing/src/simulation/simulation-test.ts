@@ -11,6 +11,8 @@ export interface SimulationTestOptions {
   parallel?: number;
   /** What one schedule may take at most, for the test's timeout. @defaultValue 2000 */
   msPerSchedule?: number;
+  /** Seeds that once broke an invariant on this backend, run every time beside the others. */
+  regressions?: readonly number[];
 }
 
 /**
@@ -21,7 +23,11 @@ export function itKeepsInvariants(
   backend: SimulationBackend,
   options: SimulationTestOptions,
 ): void {
-  const { seeds, timeoutMs } = simulationSeeds(options.schedules, options.msPerSchedule);
+  const { seeds, timeoutMs } = simulationSeeds(
+    options.schedules,
+    options.msPerSchedule,
+    options.regressions,
+  );
   it(
     `keeps DESIGN.md's invariants over ${seeds.length} seeded schedules on ${backend.name}`,
     async () => {
