@@ -21,6 +21,7 @@ export type CairnErrorCode =
   | 'RUN_RELEASED'
   | 'RUN_DEAD_LETTERED'
   | 'RUN_FAILED'
+  | 'RESULT_TIMEOUT'
   | 'OUTPUT_INVALID'
   | 'MAX_TRIPS_EXCEEDED'
   | 'MODEL_FAILED'

@@ -1,6 +1,7 @@
 import {
   CairnError,
   deserializeError,
+  isCairnError,
   isTerminalStatus,
   initialRunSnapshot,
   RunNotFoundError,
@@ -12,6 +13,7 @@ import {
   type JsonValue,
   type RunFilter,
   type RunRecord,
+  type RunStatus,
 } from '@cairn/sdk';
 
 /** A run as a client sees it: its record, and whether a live worker holds it now. */
@@ -40,7 +42,10 @@ export interface StartOptions {
 export interface ResultOptions {
   /** How often the store is read while waiting. @defaultValue 250 */
   pollMs?: number;
-  /** Give up after this long with a retryable `RUN_NOT_FINISHED`-style error. @defaultValue no limit */
+  /**
+   * Give up after this long with a retryable `RESULT_TIMEOUT` (the run goes on). A store that is down meanwhile
+   * is waited through until then. @defaultValue no limit
+   */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -61,7 +66,10 @@ export interface CairnClient {
     input: Input,
     options?: StartOptions,
   ): Promise<StartedRun>;
-  /** Waits for the run to end; returns its output, or throws its stored typed error. */
+  /**
+   * Waits for the run to end; returns its output, or throws its stored typed error. Waits through retryable
+   * store errors (a restart, a failover); `timeoutMs` ends the wait with `RESULT_TIMEOUT`.
+   */
   result(runId: string, options?: ResultOptions): Promise<JsonValue>;
   get(runId: string): Promise<RunInfo | undefined>;
   list(filter?: RunFilter): Promise<RunInfo[]>;
@@ -128,11 +136,20 @@ export function createClient(options: ClientOptions): CairnClient {
       const pollMs = resultOptions.pollMs ?? 250;
       const deadline =
         resultOptions.timeoutMs === undefined ? Infinity : clock.now() + resultOptions.timeoutMs;
+      let status: RunStatus | undefined;
       for (;;) {
-        const record = (await store.load(runId))?.run;
-        if (record === undefined) throw new RunNotFoundError(runId);
-        if (record.status === 'completed') return record.output ?? null;
-        if (isTerminalStatus(record.status)) {
+        let storeError: CairnError | undefined;
+        let record: RunRecord | undefined;
+        try {
+          record = (await store.load(runId))?.run;
+          if (record === undefined) throw new RunNotFoundError(runId);
+        } catch (error) {
+          // A store that is down for a while (a restart, a failover) is waited through, up to the timeout.
+          if (!(isCairnError(error) && error.retryable)) throw error;
+          storeError = error;
+        }
+        if (record?.status === 'completed') return record.output ?? null;
+        if (record !== undefined && isTerminalStatus(record.status)) {
           throw deserializeError(
             record.error ??
               serializeError(
@@ -140,13 +157,20 @@ export function createClient(options: ClientOptions): CairnClient {
               ),
           );
         }
+        if (record !== undefined) status = record.status;
         if (clock.now() >= deadline) {
           throw new CairnError(
-            'LEASE_HELD',
-            `Run "${runId}" has not ended yet (${record.status}).`,
+            'RESULT_TIMEOUT',
+            `Run "${runId}" had not ended within ${resultOptions.timeoutMs} ms` +
+              (storeError === undefined ? ` (${status}).` : `: ${storeError.message}`),
             {
               retryable: true,
-              data: { runId, status: record.status },
+              ...(storeError === undefined ? {} : { cause: storeError }),
+              data: {
+                runId,
+                ...(status === undefined ? {} : { status }),
+                ...(storeError === undefined ? {} : { storeError: storeError.code }),
+              },
             },
           );
         }
