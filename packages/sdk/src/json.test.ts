@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { storableJson } from './json.js';
+import { storableJson, storableView } from './json.js';
 
 describe('storableJson', () => {
   it('replaces NUL and lone surrogates, in values and keys, and keeps everything else as it was', () => {
@@ -23,5 +23,20 @@ describe('storableJson', () => {
     const copy = storableJson(value);
     expect(copy).toEqual(value);
     expect(copy).not.toBe(value);
+  });
+});
+
+describe('storableView', () => {
+  it('is the value itself when every string is storable, and refuses what is not JSON', () => {
+    const value = { a: [1, 'two', { three: '😀' }] };
+    expect(storableView(value)).toBe(value);
+    expect(() => storableView({ n: 1n })).toThrow(TypeError);
+  });
+
+  it('is a storable copy when a string needs a replacement, the value left as it was', () => {
+    const value = { messages: [{ content: `cut ${'😀'.slice(0, 1)}` }], nul: 'a\u0000b' };
+    const view = storableView(value);
+    expect(view).toEqual({ messages: [{ content: 'cut \ufffd' }], nul: 'a\ufffdb' });
+    expect(value.messages[0]!.content).toBe(`cut ${'😀'.slice(0, 1)}`);
   });
 });

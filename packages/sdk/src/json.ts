@@ -35,6 +35,18 @@ export function storableJson<T>(value: T): T {
   return (unstorableEscape.test(text) ? makeStorable(parsed) : parsed) as T;
 }
 
+/**
+ * The value itself when every string in it is storable as it is (the usual case), else a storable copy, as
+ * `storableJson` makes. For a value handed to a store that serializes or copies it (every store does, before
+ * its write settles) and that nothing changes meanwhile: it saves `storableJson`'s parse, which for a
+ * checkpoint is a copy of the whole conversation each trip. A value that is not JSON fails here too.
+ */
+export function storableView<T>(value: T): T {
+  const text = JSON.stringify(value);
+  if (text === undefined || !unstorableEscape.test(text)) return value;
+  return makeStorable(JSON.parse(text) as unknown) as T;
+}
+
 function makeStorable(value: unknown): unknown {
   if (typeof value === 'string') return storableString(value);
   if (Array.isArray(value)) return value.map(makeStorable);

@@ -69,16 +69,29 @@ export interface Model {
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
 
-const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
-  z.union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(jsonValue),
-    z.record(z.string(), jsonValue),
-  ]),
-);
+/** JSON nested deeper than this is refused: a model's tool arguments are never that deep. */
+const maxJsonDepth = 256;
+
+/**
+ * Whether a value is JSON: null, a boolean, a finite number, a string, or arrays and plain objects of those.
+ * A plain loop, not a recursive zod union: it runs on every model answer.
+ */
+function isJsonValue(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth >= maxJsonDepth) return false;
+  if (Array.isArray(value)) return value.every((item) => isJsonValue(item, depth + 1));
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) {
+    if (!isJsonValue((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+const jsonValue = z.custom<JsonValue>((value) => isJsonValue(value), {
+  message: `Expected a JSON value (null, boolean, finite number, string, array or plain object, at most ${maxJsonDepth} deep)`,
+});
 
 const count = z.number().int().nonnegative();
 

@@ -306,6 +306,28 @@ describe('failures', () => {
     });
   });
 
+  it.each([
+    ['a Date', { when: new Date(0) }],
+    ['NaN', { n: Number.NaN }],
+    ['undefined in an object', { missing: undefined }],
+    ['JSON 300 levels deep', JSON.parse('['.repeat(300) + ']'.repeat(300)) as unknown],
+  ])('rejects tool arguments that are not JSON (%s) with MODEL_FAILED', async (_what, args) => {
+    const model: Model = {
+      name: 'm',
+      provider: 'p',
+      generate: async () =>
+        ({
+          message: { role: 'assistant', content: '' },
+          toolCalls: [{ id: 'c1', name: 'add', args }],
+          usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+        }) as never,
+    };
+    await expect(setup({ model }).make().execute('go')).rejects.toMatchObject({
+      code: 'MODEL_FAILED',
+      message: expect.stringContaining('Expected a JSON value'),
+    });
+  });
+
   it('ends cancelled when its signal aborts, keeping its checkpoint', async () => {
     const controller = new AbortController();
     const { make, store } = setup({

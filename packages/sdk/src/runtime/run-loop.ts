@@ -6,7 +6,7 @@ import {
   RunSuspendedError,
   serializeError,
 } from '../errors.js';
-import { storableJson, type JsonValue } from '../json.js';
+import { storableJson, storableView, type JsonValue } from '../json.js';
 import { isTerminalStatus, type DurableStore, type RunRecord } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
@@ -134,11 +134,12 @@ export async function runUnderLease<State, Input, Output>(
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
       const state = result.state;
       // The snapshot and the journal seq it accounts for are taken together, right before it is written:
-      // marks recorded after that (while it is on its way) stay in the journal.
+      // marks recorded after that (while it is on its way) stay in the journal. The store serializes it;
+      // nothing changes the state while the checkpoint is on its way (the loop waits for it).
       const runtimeSnapshot = (pending: PerformCommand[]) => {
         const carried = writer!.entriesOf(pending.map((command) => command.id));
         const journalSeq = writer!.lastSeq;
-        const taken = storableJson({
+        const taken = storableView({
           format: 1,
           state,
           pending,

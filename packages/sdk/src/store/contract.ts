@@ -169,7 +169,9 @@ export interface SnapshotStore {
   load(runId: string): Promise<StoredRun | undefined>;
   /**
    * Writes a checkpoint and drops the journal entries it supersedes. Writing the final status the run
-   * already has again (a retried write) succeeds and changes nothing.
+   * already has again (a retried write) succeeds and changes nothing. The checkpoint's values may be the
+   * runtime's own (it does not copy a snapshot it only hands over): a store serializes or copies what it
+   * keeps before the returned promise settles, and keeps no reference to them.
    */
   save(fence: Fence, checkpoint: Checkpoint): Promise<void>;
   /**
