@@ -145,14 +145,15 @@ export interface Boundary {
   /** For effect boundaries: the effect's id and kind. */
   effectId?: string;
   effectKind?: string;
-  /** For journal boundaries: the effect ids the write settles or starts. */
+  /** For journal boundaries: the marks the write carries, each `started:<effectId>` or `settled:<effectId>`. */
   entries?: readonly string[];
   /** For checkpoint boundaries: the status written. */
   status?: string;
 }
 
 /**
- * Called at every boundary. Throwing from it stops the attempt as a crash would: nothing more is written,
- * the lease is not released, and the error propagates to the caller.
+ * Called at every boundary; a promise it returns is awaited, any other value ignored (so a one-line arrow such
+ * as `(b) => seen.push(b)` fits). Throwing from it stops the attempt as a crash would: nothing more is
+ * written, the lease is not released, and the error propagates to the caller.
  */
-export type BoundaryHook = (boundary: Boundary) => void | Promise<void>;
+export type BoundaryHook = (boundary: Boundary) => unknown;

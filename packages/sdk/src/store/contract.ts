@@ -208,7 +208,7 @@ export interface SnapshotStore {
 /** What `prune` deletes. */
 export interface PruneOptions {
   olderThan: Date | number;
-  /** @defaultValue completed, failed and cancelled */
+  /** @defaultValue the final statuses: completed, failed, cancelled and dead_lettered */
   status?: RunStatus | readonly RunStatus[];
 }
 
