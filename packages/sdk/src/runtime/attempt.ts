@@ -1,4 +1,5 @@
 import { LeaseLostError, CairnError } from '../errors.js';
+import type { Clock } from '../clock.js';
 import type { Fence } from '../store/contract.js';
 import type { Boundary, BoundaryHook } from './step-function.js';
 
@@ -171,6 +172,19 @@ export class Attempt {
       cause: reason.reason,
       data: { runId: this.runId },
     });
+  }
+
+  /**
+   * Waits `ms` on `clock` unless the attempt stops first; then throws what stopped it, a `CairnError` (the
+   * abort's own reason may be anything a caller passed to its signal).
+   */
+  async sleep(clock: Clock, ms: number): Promise<void> {
+    try {
+      await clock.sleep(ms, this.signal);
+    } catch (error) {
+      this.assertActive();
+      throw error;
+    }
   }
 
   /** Stops for a hand-over that a child run noticed first. */

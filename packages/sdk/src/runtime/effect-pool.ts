@@ -211,7 +211,7 @@ export class EffectPool<State, Input, Output> {
             'cairn.retry.delay_ms': delay,
             'cairn.error.code': error.code,
           });
-          await this.clock.sleep(delay, this.attempt.signal);
+          await this.attempt.sleep(this.clock, delay);
           continue;
         }
         outcome = { status: 'error', error: storableJson(serializeError(error)) };

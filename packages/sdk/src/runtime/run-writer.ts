@@ -190,9 +190,9 @@ export class RunWriter {
         if (!retryable || try_ >= this.retry.maxAttempts) {
           throw new RunSuspendedError(this.attempt.runId, error);
         }
-        await this.clock.sleep(
+        await this.attempt.sleep(
+          this.clock,
           backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs),
-          this.attempt.signal,
         );
       }
     }
