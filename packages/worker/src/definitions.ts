@@ -1,4 +1,5 @@
-import { CairnError, type DurableDefinition } from '@cairn/sdk';
+import type { TracerProvider } from '@opentelemetry/api';
+import { CairnError, type DurableDefinition, type DurableOptions } from '@cairn/sdk';
 
 /** Anything a worker can run: an agent, a planner, or any durable definition with a kind and a name. */
 export interface Runnable {
@@ -6,6 +7,10 @@ export interface Runnable {
   readonly name: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly definition: DurableDefinition<any, any, any>;
+  /** The durable settings it was defined with (an agent's or planner's `durable`). */
+  readonly durable?: Partial<DurableOptions> | undefined;
+  /** The tracer provider it was defined with. */
+  readonly tracerProvider?: TracerProvider | undefined;
 }
 
 /** The definitions a worker runs, by kind and name. */

@@ -30,7 +30,10 @@ export interface WorkerOptions {
   definitions?: readonly Runnable[];
   /** Runs performed at once. @defaultValue 10 */
   concurrency?: number;
-  /** Lease length; a crashed worker's runs are free once it runs out (at once on Postgres). @defaultValue 30000 */
+  /**
+   * Lease length; a crashed worker's runs are free once it runs out (at once on Postgres). Claims take this;
+   * a run's renewals take it too, else its definition's `durable.leaseMs`. @defaultValue 30000
+   */
   leaseMs?: number;
   /** Renewal interval, at most a third of the lease. @defaultValue leaseMs / 3 */
   heartbeatMs?: number;
@@ -49,7 +52,9 @@ export interface WorkerOptions {
   /** Signals that start a graceful shutdown; a second one exits at once. Empty to handle none. @defaultValue SIGTERM, SIGINT */
   shutdownSignals?: readonly NodeJS.Signals[];
   clock?: Clock;
+  /** Spans of every run; a definition's own `tracerProvider` is used where this is not set. */
   tracerProvider?: TracerProvider;
+  /** How store writes are retried; each field not set here is the definition's `durable.storeRetry`'s. */
   storeRetry?: Partial<StoreRetryPolicy>;
   onEvent?(event: WorkerEvent): void;
   /** Called at every crash boundary of every run (for crash-injection tests and timelines). */
@@ -79,7 +84,6 @@ export function createWorker(options: WorkerOptions): Worker {
   const concurrency = options.concurrency ?? 10;
   const leaseMs = options.leaseMs ?? 30_000;
   const pollMs = options.pollMs ?? 1_000;
-  const storeRetry = { ...defaultStoreRetry, ...options.storeRetry };
   const emit = (event: WorkerEvent) => {
     try {
       options.onEvent?.(event);
@@ -128,10 +132,16 @@ export function createWorker(options: WorkerOptions): Worker {
         force: false,
         clock,
         owner,
-        leaseMs,
-        storeRetry,
-        deleteOnComplete: false,
-        tracer: cairnTracer(options.tracerProvider),
+        // The worker's settings win; what it leaves unset comes from the definition (README: "Workers and
+        // definitions"). The owner, store and clock are always the worker's.
+        leaseMs: options.leaseMs ?? runnable.durable?.leaseMs ?? leaseMs,
+        storeRetry: {
+          ...defaultStoreRetry,
+          ...runnable.durable?.storeRetry,
+          ...options.storeRetry,
+        },
+        deleteOnComplete: runnable.durable?.deleteOnComplete ?? false,
+        tracer: cairnTracer(options.tracerProvider ?? runnable.tracerProvider),
         handOverSignal: handOver.signal,
         maxRecoveries: options.maxRecoveries ?? 5,
         reclaimOwn: options.takeoverOnRestart === true,

@@ -75,6 +75,10 @@ export interface Agent<Output = unknown> {
   readonly signature: string;
   /** The step function the runtime and workers run. */
   readonly definition: DurableDefinition<AgentState, string, Output>;
+  /** The durable settings it was defined with; a worker applies those it does not set itself. */
+  readonly durable: DurableOptions | undefined;
+  /** The tracer provider it was defined with; a worker uses it unless it has its own. */
+  readonly tracerProvider: TracerProvider | undefined;
   execute(input: string, options?: ExecuteOptions): Promise<AgentResult<Output>>;
   /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
   resume(runId: string, options?: ResumeOptions): Promise<AgentResult<Output>>;
@@ -178,6 +182,8 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     name: config.name,
     signature,
     definition,
+    durable: config.durable,
+    tracerProvider: config.tracerProvider,
     execute: async (input, options) => toResult(await runner.execute(input, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
   };

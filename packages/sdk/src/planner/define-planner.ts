@@ -78,6 +78,10 @@ export interface Planner {
   readonly signature: string;
   /** The step function the runtime and workers run. */
   readonly definition: DurableDefinition<PlannerState, string, JsonValue>;
+  /** The durable settings it was defined with; a worker applies those it does not set itself. */
+  readonly durable: DurableOptions | undefined;
+  /** The tracer provider it was defined with; a worker uses it unless it has its own. */
+  readonly tracerProvider: TracerProvider | undefined;
   execute(goal: string, options?: ExecuteOptions): Promise<PlannerResult>;
   /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
   resume(runId: string, options?: ResumeOptions): Promise<PlannerResult>;
@@ -230,6 +234,8 @@ export function definePlanner(config: PlannerConfig): Planner {
     name: config.name,
     signature,
     definition,
+    durable: config.durable,
+    tracerProvider: config.tracerProvider,
     execute: async (goal, options) => toResult(await runner.execute(goal, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
   };
