@@ -169,3 +169,34 @@ describe('a definition performed by a worker', () => {
     expect(definitionSpans.getFinishedSpans()).toEqual([]);
   });
 });
+
+describe('the trace of a run a client started', () => {
+  it('has one story: the first attempt is not resumed and stores its origin, a takeover links to it', async () => {
+    const store = memoryStore();
+    const spans = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(spans)],
+    });
+    const hold = gate();
+    const agent = agentWith({ store }, { hold });
+    const client = createClient({ store });
+    const { runId } = await client.start(agent, 'go');
+    const first = start(store, agent, { tracerProvider, leaseMs: 60_000 });
+    await first.worker.start();
+    await hold.reached;
+    // The first worker hands the run over mid-tool; a second one continues it.
+    const closing = first.worker.close();
+    hold.open();
+    await closing;
+    const second = start(store, agent, { tracerProvider });
+    await second.worker.start();
+    expect(await client.result(runId, { pollMs: 5 })).toBe('done');
+
+    const runs = spans.getFinishedSpans().filter((span) => span.name === 'cairn.run');
+    expect(runs.map((span) => span.attributes['cairn.run.resumed'])).toEqual([false, true]);
+    const [origin, resumed] = runs;
+    expect(resumed!.links.map((link) => link.context.spanId)).toEqual([
+      origin!.spanContext().spanId,
+    ]);
+  });
+});

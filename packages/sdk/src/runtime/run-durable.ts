@@ -1,4 +1,4 @@
-import { context as otelContext, trace, type Span } from '@opentelemetry/api';
+import { context as otelContext, type Span } from '@opentelemetry/api';
 import {
   CairnError,
   DriftError,
@@ -16,7 +16,7 @@ import { checkDrift, finishedResult, runUnderLease } from './run-loop.js';
 import type { DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { initialRunSnapshot } from './runtime-snapshot.js';
 import type { DurableDefinition } from './step-function.js';
-import { linkToOrigin, recordError, type StoredTraceContext } from './tracing.js';
+import { linkToOrigin, recordError, traceOrigin, type StoredTraceContext } from './tracing.js';
 
 export type { DurableRunOptions, DurableRunResult } from './run-options.js';
 
@@ -219,7 +219,6 @@ async function traceAttempt<State, Input, Output>(
         'cairn.run.id': options.runId,
         'cairn.run.kind': definition.kind,
         [`cairn.${definition.kind}.name`]: definition.name,
-        'cairn.run.resumed': existing !== undefined,
         'cairn.worker.owner': options.owner,
       },
       links: linkToOrigin(origin),
@@ -230,7 +229,11 @@ async function traceAttempt<State, Input, Output>(
     const record = existing ?? (await createRun(definition, options, span, parent));
     const finished = finishedResult(definition, record);
     if (finished !== undefined) {
-      span.setAttributes({ 'cairn.run.outcome': 'completed', 'cairn.run.short_circuit': true });
+      span.setAttributes({
+        'cairn.run.outcome': 'completed',
+        'cairn.run.short_circuit': true,
+        'cairn.run.resumed': true,
+      });
       return finished;
     }
     checkDrift(definition, record, options.force);
@@ -244,7 +247,12 @@ async function traceAttempt<State, Input, Output>(
       throw new LeaseHeldError(options.runId);
     }
     const { attempt, holding, stop } = claimed;
-    span.setAttribute('cairn.run.epoch', attempt.epoch);
+    // Resumed: an attempt before this one claimed the run (a root's first claim is epoch 1, whoever created
+    // it: execute, or a client for a worker). A child shares its root's epoch: resumed when it existed.
+    span.setAttributes({
+      'cairn.run.epoch': attempt.epoch,
+      'cairn.run.resumed': parent === undefined ? attempt.epoch > 1 : existing !== undefined,
+    });
     try {
       const result = await runUnderLease(
         definition,
@@ -332,12 +340,11 @@ async function createRun<State, Input, Output>(
   span: Span,
   parent: { runId: string; incarnation: string } | undefined,
 ): Promise<RunRecord> {
-  const { traceId, spanId } = span.spanContext();
   const snapshot = initialRunSnapshot(
     definition,
     options.input as Input,
     options.runId,
-    trace.isSpanContextValid(span.spanContext()) ? { traceId, spanId } : undefined,
+    traceOrigin(span),
   );
   const { run } = await options.store.create({
     runId: options.runId,

@@ -14,7 +14,7 @@ import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from 
 import { RunWriter } from './run-writer.js';
 import { parseRuntimeSnapshot } from './runtime-snapshot.js';
 import type { DurableDefinition, PerformCommand, StepResult } from './step-function.js';
-import { AttemptTracing } from './tracing.js';
+import { AttemptTracing, traceOrigin } from './tracing.js';
 
 export function checkDrift<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
@@ -110,6 +110,10 @@ export async function runUnderLease<State, Input, Output>(
       definition.parseState(s),
     );
     const resumed = snapshot.pending !== null;
+    // A run created without an origin (a client's start, for a worker) takes this attempt's run span as its
+    // origin, stored with the first checkpoint: later attempts link to it.
+    const origin = snapshot.trace ?? traceOrigin(runSpan);
+    if (origin !== undefined) snapshot.trace = origin;
     writer = new RunWriter(
       store,
       attempt,

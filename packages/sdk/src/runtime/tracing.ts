@@ -35,6 +35,14 @@ export function recordError(span: Span, error: unknown): void {
   });
 }
 
+/** What a snapshot keeps of a run span so that later attempts can link to it; undefined when not recording. */
+export function traceOrigin(span: Span): StoredTraceContext | undefined {
+  const context = span.spanContext();
+  return trace.isSpanContextValid(context)
+    ? { traceId: context.traceId, spanId: context.spanId }
+    : undefined;
+}
+
 /** A link to the first attempt's run span, when the snapshot kept one. */
 export function linkToOrigin(stored: StoredTraceContext | undefined): Link[] {
   if (stored === undefined) return [];
