@@ -167,11 +167,11 @@ export function createWorker(options: WorkerOptions): Worker {
       // A run that had already ended when it was looked at was performed by nobody here.
       if (result.epoch !== null) emit({ type: 'completed', runId });
     } catch (error) {
-      report(runId, error);
+      await report(runId, error);
     }
   }
 
-  function report(runId: string, error: unknown): void {
+  async function report(runId: string, error: unknown): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     if (error instanceof LeaseHeldError) {
       emit({ type: 'skipped', runId, code: error.code, message });
@@ -196,13 +196,23 @@ export function createWorker(options: WorkerOptions): Worker {
       park(runId, error.code === 'SNAPSHOT_INVALID' ? 60_000 : 1_000);
       emit({ type: 'skipped', runId, code: error.code, message });
     } else {
-      emit({ type: 'failed', runId, code: isCairnError(error) ? error.code : 'UNKNOWN', message });
+      const code = isCairnError(error) ? error.code : 'UNKNOWN';
+      // `failed` names a run that ended failed. Anything else (a refusal a retry would not fix, such as a
+      // transaction pooler's) left the run as it was: it is parked, not tried again at once, and said skipped.
+      const status = (await store.load(runId).catch(() => undefined))?.run.status;
+      if (status === 'failed') {
+        emit({ type: 'failed', runId, code, message });
+      } else {
+        park(runId, 30_000);
+        emit({ type: 'skipped', runId, code, message });
+      }
     }
   }
 
   function launch(runId: string, lease?: Lease): void {
     const running = perform(runId, lease)
       .catch((error: unknown) => report(runId, error))
+      .catch(() => undefined)
       .finally(() => {
         active.delete(runId);
         wake.notify();

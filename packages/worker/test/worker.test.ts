@@ -1,4 +1,4 @@
-import { LeaseHeldError, memoryStore, type DurableStore } from '@cairn/sdk';
+import { CairnError, LeaseHeldError, memoryStore, type DurableStore } from '@cairn/sdk';
 import { createClient, createWorker, type WorkerEvent } from '@cairn/worker';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gate, orderAgent, until } from './support.js';
@@ -159,5 +159,38 @@ describe('a worker with a client', () => {
     const restarted = startWorker(store, agent, 'stable-owner', { takeoverOnRestart: true });
     await restarted.worker.start();
     expect(await client.result(runId, { pollMs: 10 })).toBe('all steps done');
+  });
+});
+
+describe('worker events', () => {
+  it('report failed only for a run that failed: a refused claim leaves the run queued and says skipped', async () => {
+    const inner = memoryStore();
+    const { agent } = orderAgent(inner);
+    // A store without batch claims, whose claim of one run is refused for a reason a retry would not fix (as a
+    // transaction pooler's refusal is).
+    let refusals = 0;
+    const { claim: _batchClaims, ...withoutBatchClaims } = inner;
+    const store: DurableStore = {
+      ...withoutBatchClaims,
+      async acquire() {
+        refusals += 1;
+        throw new CairnError('STORE_FAILED', 'refused by the pooler');
+      },
+    };
+    const client = createClient({ store: inner });
+    const { runId } = await client.start(agent, 'go');
+    const { worker, events } = startWorker(store, agent, 'w1');
+    await worker.start();
+    await until(() => events.some((event) => event.type === 'failed' || event.type === 'skipped'));
+    expect(refusals).toBeGreaterThan(0);
+    expect(events.filter((event) => event.type === 'failed')).toEqual([]);
+    expect(events.find((event) => event.type === 'skipped')).toMatchObject({
+      runId,
+      code: 'STORE_FAILED',
+    });
+    expect((await client.get(runId))?.status).toBe('queued');
+    // Parked, not tried again in a loop.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(refusals).toBe(1);
   });
 });
