@@ -10,7 +10,7 @@ import {
   processAgent,
   unknownCalls as unknownCallsOf,
 } from './fixtures/agents.js';
-import { endProcessTest, startWorkerProcess, type WorkerProcess } from './processes.js';
+import { endProcessTest, startWorkerProcess, type Line, type WorkerProcess } from './processes.js';
 
 // Real worker processes against real Postgres: SIGKILL, SIGSTOP/SIGCONT, SIGTERM, races and a soak.
 const database = useTestDatabase({ prefix: 'cairn_worker_processes' });
@@ -73,6 +73,47 @@ describe('worker processes on Postgres', () => {
     expect(await effectsOf(runId)).toEqual({ a1: 1, a2: 1, a3: 1 });
     expect(await unknownCalls(runId)).toEqual(['a2']);
     expect(survivor.events('claimed')[0]).toMatchObject({ runId, takenFrom: 'doomed', epoch: 2 });
+  });
+
+  it('SIGKILL mid-tool, traced: one story across both processes, each model call counted once', async () => {
+    const doomed = await worker('doomed', {
+      CRASH_AT: 'effect.after@trip-1/tool/a2',
+      TRACE: 'print',
+    });
+    const { runId } = await client.start(agent(), 'go');
+    expect((await doomed.exited).signal).toBe('SIGKILL');
+    const survivor = await worker('survivor', { TRACE: 'print' });
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    const spans = (process: WorkerProcess, name: string) =>
+      process.lines.filter((line) => line.kind === 'span' && line.name === name) as Array<
+        Line & {
+          spanId: string;
+          parentSpanId: string | null;
+          links: string[];
+          attributes: Record<string, unknown>;
+        }
+      >;
+    // The killed attempt's run span never ended; the survivor's is resumed and links to it, and the spans
+    // the first attempt finished (its first trip) hang under that same run span.
+    const [resumed, ...others] = spans(survivor, 'cairn.run');
+    expect(others).toEqual([]);
+    expect(resumed!.attributes).toMatchObject({ 'cairn.run.resumed': true, 'cairn.run.epoch': 2 });
+    expect(resumed!.links).toHaveLength(1);
+    const origin = resumed!.links[0];
+    const firstTrips = spans(doomed, 'cairn.trip');
+    expect(firstTrips.length).toBeGreaterThan(0);
+    for (const trip of firstTrips) expect(trip.parentSpanId).toBe(origin);
+    // Token sums over every chat span of both processes equal the run's usage: no model call twice.
+    const chats = [...spans(doomed, 'chat scripted'), ...spans(survivor, 'chat scripted')];
+    const inputTokens = chats.reduce(
+      (sum, chat) => sum + Number(chat.attributes['gen_ai.usage.input_tokens']),
+      0,
+    );
+    const usage = (
+      (await store.load(runId))!.run.snapshot as { state: { usage: { inputTokens: number } } }
+    ).state.usage;
+    expect(chats).toHaveLength(4);
+    expect(inputTokens).toBe(usage.inputTokens);
   });
 
   it('SIGKILL mid-checkpoint: another worker finishes from the checkpoint before; no tool ran twice', async () => {

@@ -9,7 +9,7 @@ const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta
 
 /** One line a worker process printed. */
 export interface Line {
-  kind: 'event' | 'boundary' | 'effect' | 'ready' | 'exited';
+  kind: 'event' | 'boundary' | 'effect' | 'span' | 'ready' | 'exited';
   type?: string;
   runId?: string;
   point?: string;
