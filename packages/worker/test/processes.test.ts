@@ -251,3 +251,47 @@ describe('worker processes on Postgres', () => {
     soakTimeoutMs,
   );
 });
+
+describe("a definition's own settings, through a worker process", () => {
+  it('its leaseMs is what the worker renews the run with when the worker sets none', async () => {
+    const slow = await worker('slow', { DEF_LEASE_MS: '3000', SLOW_MS: '4000' });
+    const { runId } = await client.start(agent(), 'go');
+    await slow.waitFor(
+      (line) =>
+        line.kind === 'effect' || (line.kind === 'boundary' && line.effectId === 'trip-1/tool/a2'),
+    );
+    // Claimed with the worker's default lease (30 s); renewed every second with the definition's 3 s.
+    const leaseMs = async () =>
+      (
+        await sql.unsafe<Array<{ ms: number }>>(
+          `select round(extract(epoch from lease_until - heartbeat_at) * 1000)::int as ms
+             from "${schema}".runs where run_id = $1`,
+          [runId],
+        )
+      )[0]?.ms;
+    for (let i = 0; i < 100 && (await leaseMs()) !== 3000; i += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await leaseMs()).toBe(3000);
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+  });
+
+  it('its deleteOnComplete deletes the run once the worker completes it', async () => {
+    const deleting = await worker('deleting', { DEF_DELETE_ON_COMPLETE: '1' });
+    const { runId } = await client.start(agent(), 'go');
+    await deleting.waitFor((line) => line.kind === 'event' && line.type === 'completed');
+    for (let i = 0; i < 100 && (await store.load(runId)) !== undefined; i += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await store.load(runId)).toBeUndefined();
+  });
+
+  it('its tracerProvider traces the runs when the worker has none', async () => {
+    const traced = await worker('traced', { TRACE: 'definition' });
+    const { runId } = await client.start(agent(), 'go');
+    expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    await traced.waitFor((line) => line.kind === 'span' && line.name === 'cairn.run');
+    const run = traced.lines.find((line) => line.kind === 'span' && line.name === 'cairn.run');
+    expect(run).toMatchObject({
+      attributes: { 'cairn.run.id': runId, 'cairn.run.resumed': false },
+    });
+  });
+});
