@@ -3,7 +3,7 @@
  * Cairn's store, the way a payment or an email would be: the demo counts them at the end.
  */
 import { defineAgent, definePlanner, defineTool } from '@cairn/sdk';
-import { scriptedModel } from '@cairn/testing';
+import { scriptedModel } from '@cairn/testing/model';
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 

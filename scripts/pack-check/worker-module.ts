@@ -1,6 +1,6 @@
 // What `cairn-worker out/worker-module.js` runs in the pack check: a memory store with one queued run.
 import { defineAgent, memoryStore } from '@cairn/sdk';
-import { scriptedModel } from '@cairn/testing';
+import { scriptedModel } from '@cairn/testing/model';
 import { createClient } from '@cairn/worker';
 
 const store = memoryStore();

@@ -1,13 +1,5 @@
 /** @cairn/testing: a fake clock, a scripted model, crash injection and the store conformance suite. */
-export { createFakeClock } from './fake-clock.js';
-export type { FakeClock, FakeClockOptions } from './fake-clock.js';
-export { scriptedModel } from './scripted-model.js';
-export type {
-  Script,
-  ScriptedModel,
-  ScriptedModelOptions,
-  ScriptedTurn,
-} from './scripted-model.js';
+export * from './model.js';
 export { exploreCrashes, observeAgent, observePlanner, SimulatedCrash } from './crash-harness.js';
 export type {
   CrashCase,
