@@ -14,6 +14,7 @@ import type { WorkerEvent } from './events.js';
 import { createWorker, type WorkerOptions } from './worker.js';
 
 const usage = `Usage: cairn-worker [options] <module>
+       cairn-worker migrate <module>     run the store's migrations (store.migrate()), then exit
 
 Runs a Cairn worker until SIGTERM or SIGINT. <module> is the path of an ES module (or CAIRN_MODULE) that
 exports, as named exports or as properties of its default export (which may also be a function returning
@@ -39,12 +40,14 @@ Options (a flag wins over its environment variable):
 
 On SIGTERM or SIGINT the worker stops claiming, hands its runs over at their next boundary, calls close()
 and exits 0; a second signal exits at once with 130. Exit codes: 1 if the module or the store fails at
-start, 2 on a usage error.
+start (a schema that is not migrated: run cairn-worker migrate first), 2 on a usage error.
 A TypeScript module needs a loader on Node 20: NODE_OPTIONS="--import tsx" cairn-worker ./worker.ts`;
 
 type LogFormat = 'json' | 'text' | 'silent';
 
 interface CliOptions {
+  /** `run` a worker, or `migrate` the store. */
+  command: 'run' | 'migrate';
   module: string;
   log: LogFormat;
   worker: Pick<
@@ -105,6 +108,8 @@ function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions | 'help' |
   const { values, positionals } = parsed;
   if (values.help === true) return 'help';
   if (values.version === true) return 'version';
+  const command = positionals[0] === 'migrate' ? 'migrate' : 'run';
+  if (command === 'migrate') positionals.shift();
   if (positionals.length > 1) throw new UsageError(`One module, not ${positionals.length}.`);
 
   const setting = (name: keyof typeof environment): string | boolean | undefined => {
@@ -155,7 +160,7 @@ function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions | 'help' |
   if (typeof owner === 'string') worker.owner = owner;
   const takeover = boolean('takeover-on-restart');
   if (takeover !== undefined) worker.takeoverOnRestart = takeover;
-  return { module, log, worker };
+  return { command, module, log, worker };
 }
 
 async function loadModule(path: string): Promise<WorkerModule> {
@@ -280,6 +285,11 @@ async function main(): Promise<void> {
     await closeModule();
     return;
   }
+  if (options.command === 'migrate') {
+    await migrate(loaded.store);
+    await closeModule();
+    return;
+  }
 
   // The process's signals are this command's: the first hands the runs over, a second exits at once.
   const log = logger(options.log);
@@ -290,16 +300,26 @@ async function main(): Promise<void> {
     planners: loaded.planners,
     definitions: loaded.definitions,
     shutdownSignals: [],
-    onEvent: log,
+    onEvent: (event) => {
+      log(event);
+      // A schema that is not migrated will not become so by waiting: exit 1 as --help says, with what to run.
+      if (event.type === 'error' && event.code === 'SCHEMA_MISMATCH' && stopping === undefined) {
+        process.stderr.write(
+          `cairn-worker: ${event.code}: ${event.message}\nRun \`cairn-worker migrate ${options.module}\` first.\n`,
+        );
+        process.exitCode = 1;
+        stop();
+      }
+    },
   });
   process.off('SIGTERM', early).off('SIGINT', early);
   // The worker's timers do not hold the process (a memory store holds no socket either): the command runs
   // until it is stopped.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   let stopping: Promise<void> | undefined;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal?: NodeJS.Signals) => {
     if (stopping !== undefined) process.exit(130);
-    log({ type: 'closing', signal });
+    log({ type: 'closing', ...(signal === undefined ? {} : { signal }) });
     stopping = (async () => {
       await worker.close();
       clearInterval(keepAlive);
@@ -318,6 +338,22 @@ async function main(): Promise<void> {
     clearInterval(keepAlive);
     await worker.close();
     await closeModule();
+  }
+}
+
+/** `cairn-worker migrate`: the store's migrations, or nothing for a store that has none. Exit 1 on failure. */
+async function migrate(store: DurableStore): Promise<void> {
+  const migrations = (store as { migrate?: () => Promise<unknown> }).migrate;
+  try {
+    if (typeof migrations !== 'function') {
+      process.stdout.write('cairn-worker: this store has no migrations.\n');
+      return;
+    }
+    await migrations.call(store);
+    process.stdout.write('cairn-worker: the store is migrated.\n');
+  } catch (error) {
+    process.stderr.write(`cairn-worker: migrate failed: ${describe(error)}\n`);
+    process.exitCode = 1;
   }
 }
 

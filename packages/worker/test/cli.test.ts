@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { useTestDatabase } from '@cairn/testing';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // `cairn-worker` run from its source, as `node dist/cli.js` runs it once built; tsx as a loader (not its
@@ -12,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const tsxLoader = createRequire(import.meta.url).resolve('tsx/esm');
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const fixture = fileURLToPath(new URL('./fixtures/cli-module.ts', import.meta.url));
+const pgFixture = fileURLToPath(new URL('./fixtures/cli-pg-module.ts', import.meta.url));
+const database = useTestDatabase({ prefix: 'cairn_worker_cli' });
 
 interface Line {
   type?: string;
@@ -206,5 +211,34 @@ describe('cairn-worker', () => {
     const worker = run([module]);
     expect((await worker.exited).code).toBe(1);
     expect(worker.stderr).toMatch(/exports no store/);
+  });
+});
+
+describe('cairn-worker on a schema that is not migrated', () => {
+  it('exits 1 naming the command to run; `cairn-worker migrate` migrates; then the worker runs', async () => {
+    const schema = `cli_${randomBytes(5).toString('hex')}`;
+    const env = { DATABASE_URL: database().url, CAIRN_SCHEMA: schema, CAIRN_POLL_MS: '50' };
+    const early = run([pgFixture], env);
+    expect((await early.exited).code).toBe(1);
+    expect(early.stderr).toContain('SCHEMA_MISMATCH');
+    expect(early.stderr).toContain(`cairn-worker migrate ${pgFixture}`);
+
+    const migrating = run(['migrate', pgFixture], env);
+    expect(await migrating.exited).toEqual({ code: 0, signal: null });
+    expect(migrating.stdout).toContain('the store is migrated');
+
+    const sql = postgres(database().url, { max: 1, onnotice: () => undefined });
+    try {
+      const [{ version }] = await sql<[{ version: number }]>`
+        select max(version)::int as version from ${sql(schema)}.schema_migrations`;
+      expect(version).toBeGreaterThan(0);
+      const worker = run([pgFixture], env);
+      await worker.waitFor((line) => line.type === 'started');
+      worker.kill('SIGTERM');
+      expect((await worker.exited).code).toBe(0);
+    } finally {
+      await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+      await sql.end({ timeout: 5 });
+    }
   });
 });
