@@ -5,6 +5,7 @@ import { createClient } from '@cairn/worker';
 
 const store = memoryStore();
 const greeter = defineAgent({ name: 'greeter', model: scriptedModel([{ text: 'hello' }]) });
-await createClient({ store }).start(greeter, 'hi', { runId: 'greet-1' });
+// Started by kind and name, as a client process without the model or tools would.
+await createClient({ store }).start({ kind: 'agent', name: 'greeter' }, 'hi', { runId: 'greet-1' });
 
 export default { store, agents: [greeter] };

@@ -64,7 +64,11 @@ export type { MemoryStoreOptions } from './store/memory-store.js';
 export { runDurable } from './runtime/run-durable.js';
 export type { DurableRunOptions, DurableRunResult } from './runtime/run-durable.js';
 export { createRunner } from './runtime/runner.js';
-export { initialRunSnapshot } from './runtime/runtime-snapshot.js';
+export {
+  initialRunSnapshot,
+  unstartedRunSnapshot,
+  unstartedSignature,
+} from './runtime/runtime-snapshot.js';
 export { cairnTracer, tracerName } from './runtime/tracing.js';
 export type { StoredTraceContext } from './runtime/tracing.js';
 export type { DurableOptions, ExecuteOptions, ResumeOptions, Runner } from './runtime/runner.js';

@@ -5,6 +5,8 @@ import {
   isTerminalStatus,
   initialRunSnapshot,
   RunNotFoundError,
+  unstartedRunSnapshot,
+  unstartedSignature,
   serializeError,
   systemClock,
   type Clock,
@@ -67,6 +69,16 @@ export interface CairnClient {
     options?: StartOptions,
   ): Promise<StartedRun>;
   /**
+   * Enqueues a run by its definition's kind and name alone, as Temporal, DBOS and Inngest start one: the
+   * client needs neither model nor tools. The worker that registers the definition makes the initial state
+   * from `input` (an agent's prompt, a planner's goal) when it first claims the run.
+   */
+  start(
+    target: { kind: string; name: string },
+    input: JsonValue,
+    options?: StartOptions,
+  ): Promise<StartedRun>;
+  /**
    * Waits for the run to end; returns its output, or throws its stored typed error. Waits through retryable
    * store errors (a restart, a failover); `timeoutMs` ends the wait with `RESULT_TIMEOUT`.
    */
@@ -108,19 +120,40 @@ export function createClient(options: ClientOptions): CairnClient {
   });
 
   return {
-    async start(target, input, startOptions = {}) {
+    async start(
+      target: {
+        kind: string;
+        name: string;
+        definition?: DurableDefinition<unknown, unknown, unknown>;
+      },
+      input: unknown,
+      startOptions: StartOptions = {},
+    ) {
       const runId =
         startOptions.runId ??
         (startOptions.idempotencyKey === undefined
           ? crypto.randomUUID()
           : `${target.kind}:${target.name}:${startOptions.idempotencyKey}`);
+      const { definition } = target;
+      let snapshot: JsonValue;
+      try {
+        snapshot =
+          definition === undefined
+            ? unstartedRunSnapshot(input as JsonValue)
+            : initialRunSnapshot(definition, input, runId);
+      } catch (error) {
+        throw new CairnError('INVALID_ARGUMENT', `The input of run "${runId}" is not JSON.`, {
+          cause: error,
+          data: { runId },
+        });
+      }
       const { created, run } = await store.create({
         runId,
         kind: target.kind,
         name: target.name,
-        signature: target.definition.signature,
+        signature: definition?.signature ?? unstartedSignature,
         status: 'queued',
-        snapshot: initialRunSnapshot(target.definition, input, runId),
+        snapshot,
       });
       if (!created && (run.kind !== target.kind || run.name !== target.name)) {
         throw new CairnError(

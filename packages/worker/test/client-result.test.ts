@@ -62,3 +62,56 @@ describe('client.result', () => {
     await expect(client.result('nobody')).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
   });
 });
+
+describe('client.start by kind and name', () => {
+  it('needs no definition in the client; the worker that has it starts the run from the input', async () => {
+    const store = memoryStore();
+    const { agent, effects, model } = orderAgent(store);
+    const client = createClient({ store });
+    const started = await client.start({ kind: 'agent', name: 'orders' }, 'place the order', {
+      idempotencyKey: 'by-name-1',
+    });
+    expect(started).toMatchObject({ created: true, status: 'queued' });
+    const worker = createWorker({ store, agents: [agent], shutdownSignals: [], pollMs: 10 });
+    await worker.start();
+    expect(await client.result(started.runId, { pollMs: 5 })).toBe('all steps done');
+    await worker.close();
+    expect(effects).toEqual({ s1: 1, s2: 1 });
+    expect(model.calls[0]?.messages).toEqual([{ role: 'user', content: 'place the order' }]);
+    // The first checkpoint wrote the definition's signature: drift is caught from then on.
+    expect((await store.load(started.runId))?.run.signature).toBe(agent.signature);
+    const again = await client.start({ kind: 'agent', name: 'orders' }, 'place the order', {
+      idempotencyKey: 'by-name-1',
+    });
+    expect(again).toEqual({ runId: started.runId, created: false, status: 'completed' });
+  });
+
+  it('an input the definition cannot start from is SNAPSHOT_INVALID at the worker, and the run is kept', async () => {
+    const store = memoryStore();
+    const { agent } = orderAgent(store);
+    const client = createClient({ store });
+    const { runId } = await client.start({ kind: 'agent', name: 'orders' }, { not: 'a prompt' });
+    const events: string[] = [];
+    const worker = createWorker({
+      store,
+      agents: [agent],
+      shutdownSignals: [],
+      pollMs: 10,
+      onEvent: (event) => {
+        if (event.type === 'skipped') events.push(event.code);
+      },
+    });
+    await worker.start();
+    while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await worker.close();
+    expect(events[0]).toBe('SNAPSHOT_INVALID');
+    expect((await client.get(runId))?.status).toBe('queued');
+  });
+
+  it('refuses an input that is not JSON with INVALID_ARGUMENT', async () => {
+    const client = createClient({ store: memoryStore() });
+    await expect(
+      client.start({ kind: 'agent', name: 'orders' }, 1n as never),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});

@@ -12,7 +12,7 @@ import type { Attempt } from './attempt.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
-import { parseRuntimeSnapshot } from './runtime-snapshot.js';
+import { parseRuntimeSnapshot, unstartedSignature } from './runtime-snapshot.js';
 import type { DurableDefinition, PerformCommand, StepResult } from './step-function.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
 
@@ -21,7 +21,12 @@ export function checkDrift<State, Input, Output>(
   record: RunRecord,
   force: boolean,
 ): void {
-  if (!force && record.signature !== definition.signature) {
+  // A run started by name has not met a definition yet: its first checkpoint writes the signature.
+  if (
+    !force &&
+    record.signature !== unstartedSignature &&
+    record.signature !== definition.signature
+  ) {
     throw definition.driftError(record.runId, record.signature, definition.signature);
   }
 }
@@ -106,8 +111,11 @@ export async function runUnderLease<State, Input, Output>(
       return finished;
     }
     checkDrift(definition, loaded.run, options.force);
-    const snapshot = parseRuntimeSnapshot(runId, loaded.run.snapshot, (s) =>
-      definition.parseState(s),
+    const snapshot = parseRuntimeSnapshot(
+      runId,
+      loaded.run.snapshot,
+      (s) => definition.parseState(s),
+      (input) => definition.init(input as Input, runId),
     );
     const resumed = snapshot.pending !== null;
     // A run created without an origin (a client's start, for a worker) takes this attempt's run span as its

@@ -31,11 +31,29 @@ function invalid(runId: string, why: string): CairnError {
   );
 }
 
-/** Checks a stored snapshot's shape and lets the definition validate its state. */
+/**
+ * The signature of a run started by name (a client without the definition): no definition has checkpointed it
+ * yet, so there is nothing to drift from; its first checkpoint writes the definition's.
+ */
+export const unstartedSignature = '';
+
+/**
+ * The snapshot of a run started by kind and name, without its definition (`client.start({ kind, name }, input)`):
+ * only the input. The first attempt, which has the definition, makes its initial state from it.
+ */
+export function unstartedRunSnapshot(input: JsonValue): JsonValue {
+  return storableJson({ format: 1, start: { input }, pending: null, journalSeq: 0 });
+}
+
+/**
+ * Checks a stored snapshot's shape and lets the definition validate its state; a run started by name (a
+ * snapshot with `start` and no state yet) gets its initial state from `init`.
+ */
 export function parseRuntimeSnapshot<State>(
   runId: string,
   stored: JsonValue | null,
   parseState: (state: JsonValue) => State,
+  init?: (input: JsonValue) => unknown,
 ): RuntimeSnapshot<State> {
   if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) {
     throw invalid(runId, 'it is not an object');
@@ -60,7 +78,13 @@ export function parseRuntimeSnapshot<State>(
   }
   let state: State;
   try {
-    state = parseState(stored.state ?? null);
+    const start = stored.start;
+    if (stored.state === undefined && init !== undefined && isObject(start) && 'input' in start) {
+      // Checked as a stored state is: an input the definition cannot start from is SNAPSHOT_INVALID.
+      state = parseState(storableJson(init(start.input ?? null)) as JsonValue);
+    } else {
+      state = parseState(stored.state ?? null);
+    }
   } catch (error) {
     throw new CairnError(
       'SNAPSHOT_INVALID',
@@ -109,4 +133,8 @@ export function initialRunSnapshot<State, Input>(
     ...(trace === undefined ? {} : { trace }),
   };
   return storableJson(snapshot) as unknown as JsonValue;
+}
+
+function isObject(value: JsonValue | undefined): value is { [key: string]: JsonValue } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
