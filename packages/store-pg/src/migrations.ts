@@ -65,6 +65,8 @@ export function renderMigrationSql(names: Names, fromVersion = 0): string {
 export async function migrate(sql: AnySql, names: Names): Promise<{ from: number; to: number }> {
   try {
     return await sql.begin(async (tx) => {
+      // "already exists, skipping" and the like are not news to the user: no NOTICE reaches their client.
+      await tx.unsafe('SET LOCAL client_min_messages TO warning');
       await tx.unsafe(
         "SELECT pg_advisory_xact_lock(hashtextextended('cairn.migrate:' || $1::text, 0))",
         [names.schema],

@@ -170,4 +170,16 @@ describe('a user-configured client', () => {
     expect(await own`select 1 as one`).toEqual([{ one: 1 }]);
     await own.end({ timeout: 1 });
   });
+
+  it('prints no NOTICE through a client left at its defaults, migrating an up-to-date schema again', async () => {
+    const notices: unknown[] = [];
+    // postgres()'s default onnotice prints each notice with console.log: what a user sees.
+    const own = postgres(database().url, { max: 1, onnotice: (notice) => notices.push(notice) });
+    const store = pgStore({ sql: own, schema: fresh() });
+    await store.migrate();
+    await store.migrate();
+    await store.close();
+    await own.end({ timeout: 1 });
+    expect(notices).toEqual([]);
+  });
 });
