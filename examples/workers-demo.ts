@@ -107,9 +107,15 @@ await waitFor(
   (l) =>
     l.point === 'effect.before' && l.runId === agentRun.runId && l.effectId === 'trip-1/tool/book',
 );
-await new Promise((resolve) => setTimeout(resolve, 100));
 a.child.kill('SIGKILL');
-say('SIGKILL worker-A (the booking is in flight)');
+// Said from what worker-A printed before it died, not assumed from timing.
+const bookingReturned = a.lines.some(
+  (l) =>
+    l.point === 'effect.after' && l.runId === agentRun.runId && l.effectId === 'trip-1/tool/book',
+);
+say(
+  `SIGKILL worker-A (${bookingReturned ? 'the booking had already returned' : 'the booking is in flight'})`,
+);
 const agentAtKill = (await store.load(agentRun.runId))?.run.snapshot as {
   state: { trips: number };
 };

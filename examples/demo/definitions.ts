@@ -32,7 +32,10 @@ export function demoDefinitions(sql: Sql, schema: string) {
       idempotent,
       execute: async (args, ctx) => {
         await record(ctx.runId, ctx.toolCallId, name);
-        await new Promise((resolve) => setTimeout(resolve, toolMs));
+        // The booking takes longer, so the demo's kill lands while it is in flight even on a busy machine.
+        await new Promise((resolve) =>
+          setTimeout(resolve, name === 'book_flight' ? 4 * toolMs : toolMs),
+        );
         return { ok: true, tool: name, args: args as never };
       },
     });
