@@ -18,7 +18,17 @@ const started = Date.now();
 const at = () => `${String(Date.now() - started).padStart(5)} ms`;
 const say = (text: string) => console.log(`${at()}  ${text}`);
 
-const database = await createTestDatabase({ prefix: 'cairn_demo' });
+const database = await createTestDatabase({ prefix: 'cairn_demo' }).catch((error: unknown) => {
+  // DATABASE_URL names a server that is not there (or refuses us): say so, not a driver's stack.
+  const reason = error instanceof Error ? error.message : String(error);
+  console.error(
+    process.env.DATABASE_URL
+      ? `The demo cannot reach Postgres at DATABASE_URL (${reason}). Start that server, or unset ` +
+          'DATABASE_URL to use the one on 127.0.0.1:5432, else an embedded server the demo starts itself.'
+      : `The demo found no Postgres on 127.0.0.1:5432 and could not start an embedded one: ${reason}`,
+  );
+  process.exit(1);
+});
 say(
   `Postgres: ${database.source === 'embedded' ? 'an embedded server started for the demo' : database.source === 'env' ? 'DATABASE_URL' : 'the local server'}, database ${database.database}`,
 );
