@@ -51,7 +51,10 @@ export interface ModelRequest {
   signal: AbortSignal;
 }
 
-/** What a model answers: text, the tool calls it wants, and the usage of this call. */
+/**
+ * What a model answers: text, the tool calls it wants, and the usage of this call. Tool call arguments are
+ * JSON; an object property that is `undefined` (from an untyped model) is dropped, as JSON drops it.
+ */
 export interface ModelResponse {
   message: { role: 'assistant'; content: string };
   toolCalls: ToolCall[];
@@ -84,7 +87,9 @@ function isJsonValue(value: unknown, depth = 0): boolean {
   const prototype = Object.getPrototypeOf(value) as unknown;
   if (prototype !== Object.prototype && prototype !== null) return false;
   for (const key in value) {
-    if (!isJsonValue((value as Record<string, unknown>)[key], depth + 1)) return false;
+    const property = (value as Record<string, unknown>)[key];
+    // An undefined property is dropped when the answer is stored, as JSON drops it.
+    if (property !== undefined && !isJsonValue(property, depth + 1)) return false;
   }
   return true;
 }

@@ -309,7 +309,6 @@ describe('failures', () => {
   it.each([
     ['a Date', { when: new Date(0) }],
     ['NaN', { n: Number.NaN }],
-    ['undefined in an object', { missing: undefined }],
     ['JSON 300 levels deep', JSON.parse('['.repeat(300) + ']'.repeat(300)) as unknown],
   ])('rejects tool arguments that are not JSON (%s) with MODEL_FAILED', async (_what, args) => {
     const model: Model = {
@@ -326,6 +325,36 @@ describe('failures', () => {
       code: 'MODEL_FAILED',
       message: expect.stringContaining('Expected a JSON value'),
     });
+  });
+
+  it('drops an undefined property of a tool call’s arguments, as JSON does, and runs the tool', async () => {
+    let turn = 0;
+    const model: Model = {
+      name: 'm',
+      provider: 'p',
+      generate: async () =>
+        turn++ === 0
+          ? {
+              message: { role: 'assistant', content: '' },
+              // As an untyped model (or a provider adapter) may build it.
+              toolCalls: [
+                { id: 'c1', name: 'alpha', args: { value: 'x', note: undefined } as never },
+              ],
+              usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+            }
+          : {
+              message: { role: 'assistant', content: 'done' },
+              toolCalls: [],
+              usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+            },
+    };
+    const { make, alpha } = setup({ model });
+    const result = await make().execute('go');
+    expect(result.output).toBe('done');
+    expect(alpha.calls).toEqual({ c1: 1 });
+    const assistant = result.messages.find((m) => m.role === 'assistant' && m.toolCalls);
+    expect(assistant).toMatchObject({ toolCalls: [{ id: 'c1', args: { value: 'x' } }] });
+    expect(JSON.stringify(assistant)).not.toContain('note');
   });
 
   it('ends cancelled when its signal aborts, keeping its checkpoint', async () => {
