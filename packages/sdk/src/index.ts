@@ -100,3 +100,4 @@ export type {
   PlannerState,
   PlanningMessage,
 } from './planner/planner-state.js';
+export { checkRunId, maxRunIdLength } from './run-id.js';

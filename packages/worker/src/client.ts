@@ -1,5 +1,6 @@
 import {
   CairnError,
+  checkRunId,
   deserializeError,
   isCairnError,
   isTerminalStatus,
@@ -129,11 +130,12 @@ export function createClient(options: ClientOptions): CairnClient {
       input: unknown,
       startOptions: StartOptions = {},
     ) {
-      const runId =
+      const runId = checkRunId(
         startOptions.runId ??
-        (startOptions.idempotencyKey === undefined
-          ? crypto.randomUUID()
-          : `${target.kind}:${target.name}:${startOptions.idempotencyKey}`);
+          (startOptions.idempotencyKey === undefined
+            ? crypto.randomUUID()
+            : `${target.kind}:${target.name}:${startOptions.idempotencyKey}`),
+      );
       const { definition } = target;
       let snapshot: JsonValue;
       try {
@@ -166,6 +168,7 @@ export function createClient(options: ClientOptions): CairnClient {
     },
 
     async result(runId, resultOptions = {}) {
+      checkRunId(runId);
       const pollMs = resultOptions.pollMs ?? 250;
       const deadline =
         resultOptions.timeoutMs === undefined ? Infinity : clock.now() + resultOptions.timeoutMs;
@@ -212,6 +215,7 @@ export function createClient(options: ClientOptions): CairnClient {
     },
 
     async get(runId) {
+      checkRunId(runId);
       const record = (await store.load(runId))?.run;
       return record === undefined ? undefined : info(record);
     },
@@ -221,6 +225,7 @@ export function createClient(options: ClientOptions): CairnClient {
     },
 
     async cancel(runId) {
+      checkRunId(runId);
       const record = (await store.load(runId))?.run;
       if (record === undefined) throw new RunNotFoundError(runId);
       refuseChild(record, 'cancel');
@@ -244,6 +249,7 @@ export function createClient(options: ClientOptions): CairnClient {
     },
 
     async discard(runId) {
+      checkRunId(runId);
       const record = (await store.load(runId))?.run;
       if (record === undefined) return false;
       refuseChild(record, 'discard');

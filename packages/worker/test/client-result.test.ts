@@ -115,3 +115,26 @@ describe('client.start by kind and name', () => {
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
+
+describe('a client given a run id no store can keep', () => {
+  it('refuses it with INVALID_ARGUMENT on every call, a too-long idempotency key too', async () => {
+    const store = memoryStore();
+    const { agent } = orderAgent(store);
+    const client = createClient({ store });
+    const bad = 'half-\ud800-emoji';
+    await expect(client.start(agent, 'go', { runId: bad })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(
+      client.start(agent, 'go', { idempotencyKey: 'k'.repeat(300) }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    for (const call of [
+      () => client.get(bad),
+      () => client.result(bad),
+      () => client.cancel(bad),
+      () => client.discard(bad),
+    ])
+      await expect(call()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.list()).toEqual([]);
+  });
+});

@@ -1,6 +1,7 @@
 import type { TracerProvider } from '@opentelemetry/api';
 import { systemClock, type Clock } from '../clock.js';
 import { CairnError } from '../errors.js';
+import { checkRunId } from '../run-id.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
@@ -70,18 +71,19 @@ export function createRunner<State, Input, Output>(
   });
 
   return {
-    execute(input, options = {}) {
+    async execute(input, options = {}) {
       const store = durable?.store ?? memoryStore({ clock: durable?.clock ?? systemClock });
       return runDurable(definition, {
         ...common(store),
         ...hooks(options),
-        runId: options.runId ?? crypto.randomUUID(),
+        runId: options.runId === undefined ? crypto.randomUUID() : checkRunId(options.runId),
         mode: 'execute',
         input,
         force: false,
       });
     },
     async resume(runId, options = {}) {
+      checkRunId(runId);
       if (durable === undefined) {
         throw new CairnError(
           'STORE_REQUIRED',
