@@ -1,6 +1,7 @@
 import { CairnError } from '@cairn/sdk';
 
-const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
+// At most 58 characters: the NOTIFY channel `<schema>_work` must stay within Postgres's 63-byte identifiers.
+const identifier = /^[a-z_][a-z0-9_]{0,57}$/;
 
 /** The quoted, validated names of the store's tables in one schema; the only text spliced into SQL. */
 export interface Names {
@@ -15,12 +16,15 @@ export interface Names {
   channel: string;
 }
 
-/** Validates a schema name (lowercase letters, digits, `_`, at most 63) and quotes the table names in it. */
+/**
+ * Validates a schema name (lowercase letters, digits, `_`, at most 58, not `pg_...`, which Postgres keeps for
+ * itself) and quotes the table names in it.
+ */
 export function schemaNames(schema: string): Names {
-  if (!identifier.test(schema)) {
+  if (!identifier.test(schema) || schema.startsWith('pg_')) {
     throw new CairnError(
       'INVALID_ARGUMENT',
-      `Invalid schema name "${schema}": use lowercase letters, digits and "_", starting with a letter or "_", at most 63 characters.`,
+      `Invalid schema name "${schema}": use lowercase letters, digits and "_", starting with a letter or "_", at most 58 characters, not starting with "pg_".`,
       { data: { schema } },
     );
   }

@@ -117,6 +117,27 @@ describe('migrations', () => {
     await store.close();
   });
 
+  it('refuses the names Postgres would refuse later: pg_ and too long for the channel; the longest name works', async () => {
+    for (const schema of ['pg_cairn', 'a'.repeat(59), 'b'.repeat(63)]) {
+      expect(() => pgStore({ sql, schema })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+    }
+    const schema = `l${randomBytes(4).toString('hex')}`.padEnd(58, 'x');
+    const store = pgStore({ sql, schema });
+    try {
+      await store.migrate();
+      await store.create({ runId: 'r', kind: 'agent', name: 'a', signature: 's', snapshot: null });
+      // The claim path's NOTIFY channel is `${schema}_work`: 63 bytes at most.
+      const lease = await store.acquire('r', { owner: 'o', ttlMs: 60_000 });
+      expect(lease?.epoch).toBe(1);
+      await store.release(lease!);
+    } finally {
+      await store.close();
+      await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+    }
+  });
+
   it('rejects a schema name that is not a plain identifier', () => {
     for (const schema of ['Cairn', 'cairn; drop table x', 'a"b', '1abc', '']) {
       expect(() => pgStore({ sql, schema })).toThrow(CairnError);
