@@ -19,15 +19,17 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { gate, gatedTool, interceptWrites, ticks, unknownCalls } from './interleave.js';
 
-/** One attempt through the runtime, as a worker makes it, with a hand-over signal. */
+/** One attempt through the runtime, as a worker makes it, with a hand-over signal (and a cancel one). */
 function attempt<S, O>(
   definition: DurableDefinition<S, string, O>,
   store: DurableStore,
   clock: Clock,
   runId: string,
   handOver: AbortSignal,
+  cancel?: AbortSignal,
 ) {
   return runDurable(definition, {
+    ...(cancel === undefined ? {} : { signal: cancel }),
     store,
     runId,
     mode: 'execute',
@@ -210,20 +212,14 @@ describe('a cancelled attempt whose write is then refused by the fence', () => {
       tools: [pay.tool],
       durable: { store, clock },
     });
-    const run = runDurable(agent.definition, {
-      store: intercepted,
-      runId: 'c',
-      mode: 'execute',
-      input: 'go',
-      force: false,
+    const run = attempt(
+      agent.definition,
+      intercepted,
       clock,
-      owner: 'worker-1',
-      leaseMs: 10_000,
-      storeRetry: defaultStoreRetry,
-      deleteOnComplete: false,
-      tracer: cairnTracer(undefined),
-      signal: cancel.signal,
-    }).catch((error: unknown) => error);
+      'c',
+      new AbortController().signal,
+      cancel.signal,
+    ).catch((error: unknown) => error);
     await ticks();
     pay.gateOf('p1').open();
     await ticks();
