@@ -25,7 +25,8 @@ export function checkRunId(runId: unknown): string {
               ? 'it holds half of a surrogate pair (text cut inside an emoji)'
               : undefined;
   if (why === undefined) return runId as string;
-  const shown = typeof runId === 'string' ? JSON.stringify(runId.slice(0, 80)) : String(typeof runId);
+  const shown =
+    typeof runId === 'string' ? JSON.stringify(runId.slice(0, 80)) : String(typeof runId);
   throw new CairnError('INVALID_ARGUMENT', `The run id ${shown} is refused: ${why}.`, {
     data: { reason: why },
   });

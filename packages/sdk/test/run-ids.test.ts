@@ -77,3 +77,22 @@ describe('run ids', () => {
     expect(() => checkRunId('lone-\udbff-surrogate')).toThrow();
   });
 });
+
+describe('a run id belongs to one definition', () => {
+  it('another definition given the id of a finished run is refused, and gets nothing of its output', async () => {
+    const store = memoryStore();
+    const a = defineAgent({
+      name: 'a',
+      model: scriptedModel([{ text: 'secret of a' }]),
+      durable: { store },
+    });
+    const b = defineAgent({ name: 'b', model: scriptedModel([{ text: 'b' }]), durable: { store } });
+    await a.execute('go', { runId: 'shared' });
+    for (const attempt of [() => b.execute('go', { runId: 'shared' }), () => b.resume('shared')]) {
+      const error = await attempt().catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect(JSON.stringify(error)).not.toContain('secret of a');
+    }
+    expect((await a.resume('shared')).output).toBe('secret of a');
+  });
+});

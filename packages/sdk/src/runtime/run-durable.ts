@@ -227,6 +227,14 @@ async function traceAttempt<State, Input, Output>(
   );
   try {
     const record = existing ?? (await createRun(definition, options, span, parent));
+    // A run id belongs to the definition that created it: another one gets neither its end nor its state.
+    if (record.kind !== definition.kind || record.name !== definition.name) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Run "${options.runId}" is a run of ${record.kind} "${record.name}", not of ${definition.kind} "${definition.name}".`,
+        { data: { runId: options.runId, kind: record.kind, name: record.name } },
+      );
+    }
     const finished = finishedResult(definition, record);
     if (finished !== undefined) {
       span.setAttributes({
