@@ -52,7 +52,15 @@ export class WriteBatcher<Write, Result> {
   private async drain(): Promise<void> {
     this.inFlight = true;
     try {
-      while (this.queue.length > 0) await this.sendBatch(this.takeBatch());
+      let concurrent = false;
+      while (this.queue.length > 0) {
+        // Other runs are writing too (the last batch held more than one): let the replies already read this
+        // turn move their runs to their next write, so it joins this batch instead of the next.
+        if (concurrent) await new Promise((resolve) => setImmediate(resolve));
+        const batch = this.takeBatch();
+        concurrent = batch.length > 1;
+        await this.sendBatch(batch);
+      }
     } finally {
       this.inFlight = false;
     }
