@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect as connectTcp, createServer } from 'node:net';
+import { connect as connectTcp } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { CairnError, LeaseLostError, type JournalEntry, type Lease } from '@cairn/sdk';
 import { pgStore, type PgStore, type PgStoreOptions } from '@cairn/store-pg';
-import { useTestDatabase, type TestDatabase } from '@cairn/testing';
+import { freePort, useTestDatabase, type TestDatabase } from '@cairn/testing';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { advisoryLocks, connect, sleep } from './support.js';
@@ -33,17 +33,6 @@ interface PgBouncer {
   /** A URL of the test database through PgBouncer. */
   url: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 function accepts(port: number): Promise<boolean> {

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@cairn/testing';
 import { Cluster, Redis } from 'ioredis';
 
 /** A `redis-server` child process of this test file, with AOF in a temporary directory. */
@@ -20,19 +20,6 @@ export function noRedisServer(): string | undefined {
   return found.error === undefined && found.status === 0
     ? undefined
     : 'the redis-server binary is not on the PATH';
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        resolve(typeof address === 'object' && address !== null ? address.port : 0),
-      );
-    });
-  });
 }
 
 async function waitForPing(url: string): Promise<void> {

@@ -18,6 +18,7 @@ export type {
 } from './conformance/harness.js';
 export { createTestDatabase, useTestDatabase } from './postgres.js';
 export type { TestDatabase, TestDatabaseOptions } from './postgres.js';
+export { freePort } from './free-port.js';
 export { startTcpProxy } from './tcp-proxy.js';
 export type { TcpProxy } from './tcp-proxy.js';
 export { describeFailure, exploreSchedules } from './simulation/explore-schedules.js';
