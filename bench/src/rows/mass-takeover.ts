@@ -1,6 +1,7 @@
 import { createClient } from '@cairn/worker';
 import { benchAgent } from '../agents.js';
 import type { BenchContext } from '../context.js';
+import { heldRunsEnv } from '../held-runs-env.js';
 import { dropSchema, freshSchema, migrateSchema, openStore } from '../pg-setup.js';
 import { ChildScript, type Line } from '../processes/child.js';
 import type { Row } from '../report.js';
@@ -34,13 +35,7 @@ async function massTakeover(ctx: BenchContext, runs: number): Promise<MassRep> {
   await migrateSchema(ctx, schema);
   const name = 'mass';
   const env = (owner: string) => ({
-    DATABASE_URL: ctx.url,
-    CAIRN_SCHEMA: schema,
-    OWNER: owner,
-    AGENT_NAME: name,
-    TRIPS: '2',
-    TOOL_WAIT_MS: '600000',
-    WAIT_FIRST_ONLY: '1',
+    ...heldRunsEnv(ctx, schema, name, owner),
     CONCURRENCY: String(runs),
     POLL_MS: String(pollMs),
     PRINT_TOOL_RUNS: '1',

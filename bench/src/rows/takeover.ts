@@ -1,6 +1,7 @@
 import { createClient } from '@cairn/worker';
 import { benchAgent } from '../agents.js';
 import type { BenchContext } from '../context.js';
+import { heldRunsEnv } from '../held-runs-env.js';
 import { dropSchema, freshSchema, migrateSchema, openStore } from '../pg-setup.js';
 import { ChildScript } from '../processes/child.js';
 import type { Row } from '../report.js';
@@ -17,13 +18,7 @@ export async function takeoverRow(ctx: BenchContext): Promise<Row> {
   await migrateSchema(ctx, schema);
   const name = 'takeover';
   const env = (owner: string) => ({
-    DATABASE_URL: ctx.url,
-    CAIRN_SCHEMA: schema,
-    OWNER: owner,
-    AGENT_NAME: name,
-    TRIPS: '2',
-    TOOL_WAIT_MS: '600000',
-    WAIT_FIRST_ONLY: '1',
+    ...heldRunsEnv(ctx, schema, name, owner),
     LEASE_MS: String(takeover.leaseMs),
     POLL_MS: String(takeover.pollMs),
     PRINT_BOUNDARIES: '1',
