@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { JsonValue } from './json.js';
-import type { Model, ModelResponse } from './model.js';
+import type { CheckedModelResponse, Model } from './model.js';
 
 /**
  * Span names and attributes of the OpenTelemetry GenAI semantic conventions, shared by agents and planners.
@@ -36,7 +36,7 @@ export function toolSpan(tool: string, callId: string): { name: string; attribut
 
 /** Token usage and finish reason of a settled model call, as span attributes. */
 export function chatResultAttributes(value: JsonValue): Attributes {
-  const response = value as unknown as ModelResponse;
+  const response = value as unknown as CheckedModelResponse;
   return {
     'gen_ai.usage.input_tokens': response.usage.inputTokens,
     'gen_ai.usage.output_tokens': response.usage.outputTokens,

@@ -21,13 +21,14 @@ export {
   serializeError,
 } from './errors.js';
 export type { CairnErrorCode, CairnErrorOptions, SerializedError } from './errors.js';
-export type { JsonObject, JsonValue } from './json.js';
+export type { JsonInput, JsonObject, JsonValue } from './json.js';
 export { addUsage, zeroUsage } from './model.js';
 export type {
   Model,
   ModelMessage,
   ModelRequest,
   ModelResponse,
+  ModelToolCall,
   ToolCall,
   ToolSpec,
   Usage,

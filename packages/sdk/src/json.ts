@@ -6,6 +6,19 @@ export type JsonValue =
 export type JsonObject = { [key: string]: JsonValue };
 
 /**
+ * JSON as code writes it: a `JsonValue`, except that an object property may be `undefined`, which JSON drops.
+ * What a model answers is typed with it, so a hand-written model's literals need no annotation: TypeScript
+ * gives the second of `[{ to: 'a', body: 'b' }, { body: 'c' }]` the type `{ body: string; to?: undefined }`.
+ */
+export type JsonInput =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonInput[]
+  | { [key: string]: JsonInput | undefined };
+
+/**
  * Copies a value through JSON, so what a store keeps can never alias what the runtime keeps mutating,
  * and a value that is not JSON fails here instead of in a store.
  */

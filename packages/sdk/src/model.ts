@@ -1,13 +1,27 @@
 import { z } from 'zod';
 import { CairnError } from './errors.js';
-import type { JsonObject, JsonValue } from './json.js';
+import type { JsonInput, JsonObject, JsonValue } from './json.js';
 
-/** A tool call the model asked for. `args` are as the model gave them, before validation. */
+/**
+ * A tool call the model asked for, as the conversation holds it. `args` are as the model gave them, before
+ * validation.
+ */
 export interface ToolCall {
   [key: string]: JsonValue;
   id: string;
   name: string;
   args: JsonValue;
+}
+
+/**
+ * A tool call as a model answers it: a `ToolCall` whose arguments may hold `undefined` properties (dropped
+ * when the answer is journaled, as JSON drops them).
+ */
+export interface ModelToolCall {
+  [key: string]: JsonInput | undefined;
+  id: string;
+  name: string;
+  args: JsonInput;
 }
 
 /** Token counts of one or more model calls. */
@@ -53,13 +67,18 @@ export interface ModelRequest {
 
 /**
  * What a model answers: text, the tool calls it wants, and the usage of this call. Tool call arguments are
- * JSON; an object property that is `undefined` (from an untyped model) is dropped, as JSON drops it.
+ * JSON; an object property that is `undefined` is dropped, as JSON drops it.
  */
 export interface ModelResponse {
   message: { role: 'assistant'; content: string };
-  toolCalls: ToolCall[];
+  toolCalls: ModelToolCall[];
   usage: Usage;
   finishReason?: string;
+}
+
+/** A model's answer as the runtime journals it, once checked: its tool calls are JSON as stored. */
+export interface CheckedModelResponse extends Omit<ModelResponse, 'toolCalls'> {
+  toolCalls: ToolCall[];
 }
 
 /**

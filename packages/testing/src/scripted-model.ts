@@ -25,6 +25,8 @@ export type Script =
 export interface ScriptedModel extends Model {
   /** Every request, in order, as it was sent (copied); empty when `recordCalls` is false. */
   readonly calls: ModelRequest[];
+  /** Answers with tool calls of JSON arguments, as a provider does: they fit a conversation as they are. */
+  generate(request: ModelRequest): Promise<ModelResponse & { toolCalls: ToolCall[] }>;
 }
 
 /** Options of `scriptedModel`. */
@@ -55,7 +57,7 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
     name: options.name ?? 'scripted',
     provider: options.provider ?? 'cairn-testing',
     calls,
-    async generate(request): Promise<ModelResponse> {
+    async generate(request) {
       if (options.recordCalls !== false) {
         const { signal, ...rest } = request;
         calls.push({ ...structuredClone(rest), signal });

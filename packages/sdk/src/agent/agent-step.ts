@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { CairnError, OutputValidationError, serializeError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import { addUsage, type ModelMessage, type ModelResponse, type ToolCall } from '../model.js';
+import { addUsage, type ModelMessage, type CheckedModelResponse, type ToolCall } from '../model.js';
 import type {
   Command,
   PerformCommand,
@@ -88,7 +88,7 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
       ),
     );
   }
-  const response = outcome.value as unknown as ModelResponse;
+  const response = outcome.value as unknown as CheckedModelResponse;
   const toolCalls = response.toolCalls.map((call, index): ToolCall => ({
     ...call,
     id: call.id === '' ? `call-${state.trips}-${index}` : call.id,

@@ -6,7 +6,7 @@ import {
   type SerializedError,
 } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import { addUsage, zeroUsage, type ModelResponse } from '../model.js';
+import { addUsage, zeroUsage, type CheckedModelResponse } from '../model.js';
 import type {
   Command,
   PerformCommand,
@@ -117,7 +117,7 @@ function afterPlanning(
       ),
     );
   }
-  const response = outcome.value as unknown as ModelResponse;
+  const response = outcome.value as unknown as CheckedModelResponse;
   const answer = response.message.content;
   const answered: PlannerState = {
     ...state,
