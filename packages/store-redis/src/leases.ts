@@ -40,6 +40,8 @@ export function leaseOperations(
       if (reply[0] === 'missing') throw new RunNotFoundError(runId);
       if (reply[0] !== 'ok') return undefined;
       const [, epoch, leaseUntil, recoveries, cancel, token, incarnation] = reply.map(String);
+      // HMGET's false for an owner that released comes back as nil: no holder to take the run from.
+      const takenFrom = typeof reply[7] === 'string' ? reply[7] : null;
       const lease: Lease = {
         runId,
         incarnation: incarnation ?? '',
@@ -48,6 +50,7 @@ export function leaseOperations(
         leaseUntil: Number(leaseUntil),
         recoveries: Number(recoveries),
         cancelRequested: cancel === '1',
+        takenFrom,
       };
       holdings.set(runId, {
         incarnation: lease.incarnation,

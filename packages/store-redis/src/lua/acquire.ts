@@ -8,7 +8,8 @@ import { prelude } from './prelude.js';
  * status are never claimed.
  * ARGV: owner, ttl ms, nonce, reclaimOwn ('1' or '0').
  * Returns {'missing'}, {'held'}, {'child'}, {'ended'} or
- * {'ok', epoch, leaseUntil, recoveries, cancel, token, incarnation}.
+ * {'ok', epoch, leaseUntil, recoveries, cancel, token, incarnation, takenFrom} (takenFrom: the holder that never
+ * released, or false).
  */
 export const acquireLease = lua(
   'acquire',
@@ -39,6 +40,6 @@ end
 local lease_until = num(now + ttl)
 redis.call('HSET', KEYS[1], 'epoch', epoch, 'owner', owner, 'leaseUntil', lease_until, 'token', token,
   'recoveries', num(recoveries), 'updatedAt', num(now))
-return {'ok', epoch, lease_until, num(recoveries), h[5], token, h[8]}
+return {'ok', epoch, lease_until, num(recoveries), h[5], token, h[8], h[2]}
 `,
 );
