@@ -294,4 +294,40 @@ describe("a definition's own settings, through a worker process", () => {
       attributes: { 'cairn.run.id': runId, 'cairn.run.resumed': false },
     });
   });
+
+  it('its owner is not the one that claims: the worker claims as itself', async () => {
+    const claiming = await worker('the-worker', { DEF_OWNER: 'the-definition', SLOW_MS: '60000' });
+    const { runId } = await client.start(agent(), 'go');
+    await claiming.waitFor((line) => line.kind === 'event' && line.type === 'claimed');
+    expect((await store.load(runId))?.run.owner).toBe('the-worker');
+  });
+
+  it.each([
+    ['the definition’s 2 attempts, the worker setting none', {}, 2],
+    ['the worker’s 3 attempts, over the definition’s 2', { STORE_RETRY: '3' }, 3],
+  ])(
+    'its storeRetry bounds the tries of a checkpoint the database refuses retryably: %s',
+    async (_case, workerEnv, attempts) => {
+      // Every checkpoint is refused with a serialization failure (retryable); a sequence, which a rollback
+      // does not undo, counts the attempts.
+      await sql.unsafe(`
+        create sequence "${schema}".checkpoint_attempts;
+        create function "${schema}".refuse_checkpoint() returns trigger language plpgsql as $$
+        begin
+          perform nextval('"${schema}".checkpoint_attempts');
+          raise exception 'refused by the test' using errcode = '40001';
+        end $$;
+        create trigger refuse_checkpoint before update on "${schema}".runs for each row
+          when (new.checkpoint_seq is distinct from old.checkpoint_seq)
+          execute function "${schema}".refuse_checkpoint();`);
+      const retrying = await worker('retrying', { DEF_STORE_RETRY: '2', ...workerEnv });
+      await client.start(agent(), 'go');
+      await retrying.waitFor((line) => line.kind === 'event' && line.type === 'suspended');
+      const [counted] = await sql.unsafe<Array<{ n: number }>>(
+        `select case when is_called then last_value else 0 end::int as n
+           from "${schema}".checkpoint_attempts`,
+      );
+      expect(counted?.n).toBe(attempts);
+    },
+  );
 });
