@@ -6,7 +6,7 @@ import {
   memoryStore,
   type DurableStore,
 } from '@cairn/sdk';
-import { createFakeClock, scriptedModel } from '@cairn/testing';
+import { createFakeClock, scriptedModel, SimulatedCrash, type FakeClock } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ticks } from './interleave.js';
@@ -68,48 +68,80 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe('a run that stops early rejects with a CairnError', () => {
-  it('cancelled with a plain Error reason while a tool waits to be retried: RUN_CANCELLED', async () => {
-    const clock = createFakeClock();
-    const agent = agentOn(memoryStore({ clock }), clock);
-    const controller = new AbortController();
-    const run = rejection(agent.execute('go', { runId: 'c1', signal: controller.signal }));
-    await ticks();
-    controller.abort(new Error('user pressed stop'));
-    const error = await run;
-    expect(isCairnError(error)).toBe(true);
-    expect(error).toMatchObject({ code: 'RUN_CANCELLED' });
-  });
+type Path = 'execute' | 'resume';
 
-  it('cancelled while its checkpoint waits to be retried (store down): RUN_CANCELLED', async () => {
-    const clock = createFakeClock();
-    const { store, state } = downStore(memoryStore({ clock }));
-    const agent = agentOn(store, clock);
-    const controller = new AbortController();
-    state.down = true;
-    const run = rejection(agent.execute('go', { runId: 'c2', signal: controller.signal }));
-    await ticks();
-    controller.abort(new Error('user pressed stop'));
-    const error = await run;
-    expect(isCairnError(error)).toBe(true);
-    expect(error).toMatchObject({ code: expect.stringMatching(/RUN_CANCELLED|RUN_SUSPENDED/) });
-  });
+/**
+ * Gets a run ready for `path` and returns what starts it: `execute` starts it anew; `resume` continues one
+ * whose first attempt died before its tool ran (and whose lease ran out), so the resumed attempt meets the
+ * failing tool as the first one would have.
+ */
+async function prepare(
+  path: Path,
+  store: DurableStore,
+  clock: FakeClock,
+  runId: string,
+): Promise<(signal?: AbortSignal) => Promise<unknown>> {
+  if (path === 'execute')
+    return (signal) =>
+      rejection(agentOn(store, clock).execute('go', { runId, ...(signal ? { signal } : {}) }));
+  const died = await rejection(
+    agentOn(store, clock).execute('go', {
+      runId,
+      onBoundary: (boundary) => {
+        if (boundary.point === 'effect.before') throw new SimulatedCrash(boundary);
+      },
+    }),
+  );
+  expect(died).toBeInstanceOf(SimulatedCrash);
+  await clock.advance(31_000);
+  return (signal) => rejection(agentOn(store, clock).resume(runId, signal ? { signal } : {}));
+}
 
-  it('lease lost (renewals refused) while writes fail retryably: LEASE_LOST', async () => {
-    const clock = createFakeClock();
-    const inner = memoryStore({ clock });
-    const { store, state } = downStore(inner);
-    const agent = agentOn(store, clock);
-    const run = rejection(agent.execute('go', { runId: 'c3' }));
-    await ticks();
-    state.down = true;
-    // Time passes past the lease: the renewals fail, the writes wait in their backoff.
-    for (let i = 0; i < 20; i += 1) {
-      await clock.advance(5_000);
+describe.each<Path>(['execute', 'resume'])(
+  'a run that stops early rejects with a CairnError (%s)',
+  (path) => {
+    it('cancelled with a plain Error reason while a tool waits to be retried: RUN_CANCELLED', async () => {
+      const clock = createFakeClock();
+      const store = memoryStore({ clock });
+      const start = await prepare(path, store, clock, 'c1');
+      const controller = new AbortController();
+      const run = start(controller.signal);
       await ticks();
-    }
-    const error = await run;
-    expect(isCairnError(error)).toBe(true);
-    expect((error as CairnError).code).toMatch(/LEASE_LOST|RUN_SUSPENDED/);
-  });
-});
+      controller.abort(new Error('user pressed stop'));
+      const error = await run;
+      expect(isCairnError(error)).toBe(true);
+      expect(error).toMatchObject({ code: 'RUN_CANCELLED' });
+    });
+
+    it('cancelled while its checkpoint waits to be retried (store down): RUN_CANCELLED', async () => {
+      const clock = createFakeClock();
+      const { store, state } = downStore(memoryStore({ clock }));
+      const start = await prepare(path, store, clock, 'c2');
+      const controller = new AbortController();
+      state.down = true;
+      const run = start(controller.signal);
+      await ticks();
+      controller.abort(new Error('user pressed stop'));
+      const error = await run;
+      expect(isCairnError(error)).toBe(true);
+      expect(error).toMatchObject({ code: expect.stringMatching(/RUN_CANCELLED|RUN_SUSPENDED/) });
+    });
+
+    it('lease lost (renewals refused) while writes fail retryably: LEASE_LOST', async () => {
+      const clock = createFakeClock();
+      const { store, state } = downStore(memoryStore({ clock }));
+      const start = await prepare(path, store, clock, 'c3');
+      const run = start();
+      await ticks();
+      state.down = true;
+      // Time passes past the lease: the renewals fail, the writes wait in their backoff.
+      for (let i = 0; i < 20; i += 1) {
+        await clock.advance(5_000);
+        await ticks();
+      }
+      const error = await run;
+      expect(isCairnError(error)).toBe(true);
+      expect((error as CairnError).code).toMatch(/LEASE_LOST|RUN_SUSPENDED/);
+    });
+  },
+);
