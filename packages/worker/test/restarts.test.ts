@@ -99,6 +99,8 @@ describe('worker processes while their Postgres server restarts', () => {
       expect(worker.events('claimed').length).toBeGreaterThan(0);
     }
     expect(events.filter((e) => e.type === 'dead_lettered' || e.type === 'failed')).toEqual([]);
+    // Every early stop is named by a Cairn code (issue 15, point 3: restarts made UNKNOWN ones).
+    expect(events.filter((e) => 'code' in e && e.code === 'UNKNOWN')).toEqual([]);
     expect(await client.list({ status: 'dead_lettered' })).toEqual([]);
     // A lost connection is not a death: no run was ever taken from a holder that died.
     const records = await Promise.all(runIds.map(async (runId) => (await store.load(runId))!.run));
