@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // What a user installs: builds and packs every published package, lints each tarball (publint, attw), installs
 // the tarballs with npm into a fresh project outside the workspace, type-checks that project against the
-// published types (NodeNext, strict, no skipLibCheck), runs a short agent on the memory store, starts
-// `cairn-worker` from its bin and stops it with SIGTERM, and compiles (and where it needs no service, runs)
-// each package README's example after installing what its install line names.
+// published types (NodeNext, strict, no skipLibCheck), runs a short agent on the memory store, compiles (and
+// where it needs no service, runs) each package README's example after installing what its install line
+// names, and runs a fresh app on Postgres: `cairn-worker migrate` and `cairn-worker` on a .ts module, a client
+// process that starts a run by name, SIGTERM (pack-check/worker-bin.mjs).
 //
 //   node scripts/pack-check.mjs [--no-build] [--keep]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -18,8 +19,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { checkWorkerBin } from './pack-check/worker-bin.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const fixtures = fileURLToPath(new URL('./pack-check/', import.meta.url));
@@ -138,6 +139,8 @@ for (const { names } of readmes) {
 const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 installs.set('typescript', `typescript@${rootManifest.devDependencies.typescript}`);
 installs.set('@types/node', `@types/node@${rootManifest.devDependencies['@types/node']}`);
+// What the worker README has a .ts module started with on Node 20.
+installs.set('tsx', `tsx@${rootManifest.devDependencies.tsx}`);
 
 writeFileSync(
   join(project, 'package.json'),
@@ -210,8 +213,7 @@ for (const [dir, runner] of Object.entries(runnableReadmes)) {
 step('npx cairn-worker --help');
 const help = run('npx', ['--no', '--', 'cairn-worker', '--help'], { cwd: project, capture: true });
 if (!help.startsWith('Usage: cairn-worker')) fail(`cairn-worker --help printed:\n${help}`);
-step('cairn-worker out/worker-module.js: completes a run, then exits 0 on SIGTERM');
-await checkWorkerBin();
+await checkWorkerBin({ project, step }).catch((error) => fail(error.message));
 
 console.log(`\n✓ pack-check passed in ${((Date.now() - started) / 1000).toFixed(1)}s`);
 
@@ -276,48 +278,4 @@ function typeCheck() {
     fail(`the published types do not check (${ours.length} errors)`);
   }
   // tsc still emits when only third-party declarations fail (noEmitOnError is off).
-}
-
-function checkWorkerBin() {
-  return new Promise((resolve) => {
-    const child = spawn(
-      join(project, 'node_modules', '.bin', 'cairn-worker'),
-      ['out/worker-module.js'],
-      {
-        cwd: project,
-        stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, CAIRN_OWNER: 'pack-check', CAIRN_CONCURRENCY: '2' },
-      },
-    );
-    const events = [];
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      fail(`cairn-worker did not finish in 30 s; it printed ${JSON.stringify(events)}`);
-    }, 30_000);
-    // A failure here must not leave the worker running: it stays up until it is signalled.
-    const failWith = (message) => {
-      child.kill('SIGKILL');
-      fail(message);
-    };
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      let event;
-      try {
-        event = JSON.parse(line);
-      } catch {
-        failWith(`cairn-worker printed a line that is not JSON: ${line}`);
-      }
-      events.push(event.type);
-      if (event.type === 'started' && event.owner !== 'pack-check') {
-        failWith(`CAIRN_OWNER was not applied: ${line}`);
-      }
-      if (event.type === 'completed') child.kill('SIGTERM');
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code !== 0)
-        fail(`cairn-worker exited with ${code ?? signal} after ${JSON.stringify(events)}`);
-      if (events.at(-1) !== 'closed') fail(`cairn-worker printed ${JSON.stringify(events)}`);
-      resolve();
-    });
-  });
 }
