@@ -11,12 +11,7 @@ export type JsonObject = { [key: string]: JsonValue };
  * gives the second of `[{ to: 'a', body: 'b' }, { body: 'c' }]` the type `{ body: string; to?: undefined }`.
  */
 export type JsonInput =
-  | string
-  | number
-  | boolean
-  | null
-  | JsonInput[]
-  | { [key: string]: JsonInput | undefined };
+  string | number | boolean | null | JsonInput[] | { [key: string]: JsonInput | undefined };
 
 /**
  * Copies a value through JSON, so what a store keeps can never alias what the runtime keeps mutating,

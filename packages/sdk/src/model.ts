@@ -132,6 +132,12 @@ export const modelResponseSchema = z.object({
   finishReason: z.string().optional(),
 });
 
+/** Why a value read back from a journal is not a checked model answer, or undefined when it is one. */
+export function modelAnswerProblem(value: unknown): string | undefined {
+  const parsed = modelResponseSchema.safeParse(value);
+  return parsed.success ? undefined : `is not a model answer (${z.prettifyError(parsed.error)})`;
+}
+
 /** Usage of no calls. */
 export const zeroUsage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 

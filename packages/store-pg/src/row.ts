@@ -1,5 +1,6 @@
 import {
   CairnError,
+  isCairnError,
   type JournalEntry,
   type JsonValue,
   type RunRecord,
@@ -7,7 +8,12 @@ import {
   type SerializedError,
 } from '@cairn/sdk';
 import type { Names } from './names.js';
-import { arraysOfChunks, mergeSnapshot, type LoadedArray } from './snapshot-items.js';
+import {
+  arraysOfChunks,
+  checkItemCounts,
+  mergeSnapshot,
+  type LoadedArray,
+} from './snapshot-items.js';
 
 /** Milliseconds since the epoch of a timestamptz column, as float8 so it arrives as a number. */
 export function millis(column: string): string {
@@ -103,9 +109,20 @@ export function journalColumn(names: Names, alias: string): string {
 }
 
 /** The journal a `journalColumn` read, in seq order. */
-export function decodeJournal(text: unknown): JournalEntry[] {
-  const entries = JSON.parse(text as string) as JournalEntry[];
-  return entries.sort((a, b) => a.seq - b.seq);
+export function decodeJournal(text: unknown, runId: string): JournalEntry[] {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(text as string);
+  } catch {
+    throw malformed(runId, 'a line of its journal is not JSON');
+  }
+  if (!Array.isArray(entries)) throw malformed(runId, 'its journal is not a list');
+  // The runtime checks each entry; an entry without a number seq sorts last.
+  const seqOf = (entry: unknown) => {
+    const seq = (entry as { seq?: unknown } | null)?.seq;
+    return typeof seq === 'number' ? seq : Infinity;
+  };
+  return (entries as JournalEntry[]).sort((a, b) => seqOf(a) - seqOf(b));
 }
 
 /** The snapshot version and long arrays a row carried, for the store's record of what is stored. */
@@ -117,43 +134,67 @@ export function storedItemsOf(row: readonly unknown[]): {
     [string, number, JsonValue[]]
   >;
   const arrays = arraysOfChunks(chunks);
-  if (typeof arrays === 'string') {
-    const runId = row[at.run_id] as string;
-    throw new CairnError(
-      'SNAPSHOT_INVALID',
-      `The stored snapshot of run "${runId}" is malformed: ${arrays}.`,
-      { data: { runId } },
-    );
-  }
+  if (typeof arrays === 'string') throw malformed(row[at.run_id] as string, arrays);
   return { version: row[at.snapshot_version] as number, arrays };
 }
 
 function mergeSnapshotOf(row: readonly unknown[]): JsonValue | null {
-  const inline = parseJson(row[at.snapshot]);
+  const stored = parseJson(row[at.snapshot], row[at.run_id] as string);
   const { arrays } = storedItemsOf(row);
-  if (inline === null || arrays.size === 0) return inline;
+  if (stored === null) return stored;
+  const { inline, problem } = checkItemCounts(stored, arrays);
+  if (problem !== undefined) throw malformed(row[at.run_id] as string, problem);
+  if (arrays.size === 0) return inline;
   return mergeSnapshot(
     inline,
     Object.fromEntries([...arrays].map(([path, array]) => [path, array.items])),
   );
 }
 
-function parseJson(text: unknown): JsonValue | null {
-  return typeof text === 'string' ? (JSON.parse(text) as JsonValue) : null;
+function malformed(runId: string, why: string): CairnError {
+  return new CairnError(
+    'SNAPSHOT_INVALID',
+    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
+    { data: { runId } },
+  );
 }
 
-/** Builds a `RunRecord` from a row selected with `runColumns`. */
-export function decodeRun(row: readonly unknown[]): RunRecord {
+function parseJson(text: unknown, runId: string, what = 'snapshot'): JsonValue | null {
+  if (typeof text !== 'string') return null;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    throw malformed(runId, `its ${what} is not JSON`);
+  }
+}
+
+/**
+ * Builds a `RunRecord` from a row selected with `runColumns`. A snapshot changed behind the store's back is
+ * `SNAPSHOT_INVALID`, or, with `malformed: 'null'` (a listing, which must not fail for every run because of
+ * one), a record whose snapshot is null.
+ */
+export function decodeRun(
+  row: readonly unknown[],
+  malformed: 'throw' | 'null' = 'throw',
+): RunRecord {
+  const runId = row[at.run_id] as string;
   const parentRunId = row[at.parent_run_id] as string | null;
+  let snapshot: JsonValue | null;
+  try {
+    snapshot = mergeSnapshotOf(row);
+  } catch (error) {
+    if (malformed === 'throw' || !isCairnError(error)) throw error;
+    snapshot = null;
+  }
   const record: RunRecord = {
-    runId: row[at.run_id] as string,
+    runId,
     incarnation: row[at.incarnation] as string,
     kind: row[at.kind] as string,
     name: row[at.name] as string,
     signature: row[at.signature] as string,
     status: row[at.status] as RunStatus,
     epoch: row[at.epoch] as number,
-    snapshot: mergeSnapshotOf(row),
+    snapshot,
     owner: (row[at.owner] as string | null) ?? null,
     leaseUntil: (row[at.lease_until] as number | null) ?? null,
     createdAt: row[at.created_at] as number,
@@ -166,8 +207,9 @@ export function decodeRun(row: readonly unknown[]): RunRecord {
         : { runId: parentRunId, incarnation: row[at.parent_incarnation] as string },
     rootRunId: (row[at.root_run_id] as string | null) ?? null,
   };
-  if (typeof row[at.output] === 'string') record.output = parseJson(row[at.output]) as JsonValue;
+  if (typeof row[at.output] === 'string')
+    record.output = parseJson(row[at.output], runId, 'output') as JsonValue;
   if (typeof row[at.error] === 'string')
-    record.error = parseJson(row[at.error]) as unknown as SerializedError;
+    record.error = parseJson(row[at.error], runId, 'error') as unknown as SerializedError;
   return record;
 }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { arraysOfChunks, mergeSnapshot, splitSnapshot, StoredItems } from './snapshot-items.js';
+import {
+  arraysOfChunks,
+  checkItemCounts,
+  itemCountsKey,
+  mergeSnapshot,
+  splitSnapshot,
+  StoredItems,
+  type LoadedArray,
+} from './snapshot-items.js';
 
 const snapshot = {
   format: 1,
@@ -22,8 +30,34 @@ describe('splitting a snapshot into its long arrays', () => {
       format: 1,
       state: { messages: [], short: [1, 2], nested: { ledger: [] } },
       pending: [],
+      [itemCountsKey]: { '["state","messages"]': 5, '["state","nested","ledger"]': 4 },
     });
-    expect(mergeSnapshot(split.inline, Object.fromEntries(split.arrays))).toEqual(snapshot);
+    const loaded = new Map(
+      [...split.arrays].map(([path, items]): [string, LoadedArray] => [
+        path,
+        { items, starts: [0] },
+      ]),
+    );
+    const { inline, problem } = checkItemCounts(split.inline, loaded);
+    expect(problem).toBeUndefined();
+    expect(mergeSnapshot(inline, Object.fromEntries(split.arrays))).toEqual(snapshot);
+  });
+
+  it('tells when the rows loaded hold fewer or more elements than were written', () => {
+    const split = splitSnapshot(snapshot);
+    const loaded = (messages: number, extra = false) => {
+      const arrays = new Map<string, LoadedArray>([
+        ['["state","messages"]', { items: Array<null>(messages).fill(null), starts: [0] }],
+        ['["state","nested","ledger"]', { items: ['a', 'b', 'c', 'd'], starts: [0] }],
+      ]);
+      if (extra) arrays.set('["state","other"]', { items: [1], starts: [0] });
+      return arrays;
+    };
+    expect(checkItemCounts(split.inline, loaded(2)).problem).toMatch(/holds 2 elements where 5/);
+    expect(checkItemCounts(split.inline, loaded(5, true)).problem).toMatch(/no checkpoint wrote/);
+    // A snapshot written before lengths were recorded is read as it is.
+    const { [itemCountsKey]: _counts, ...older } = split.inline as Record<string, unknown>;
+    expect(checkItemCounts(older as never, loaded(2))).toEqual({ inline: older });
   });
 
   it('plans only the new elements, as one row, against what it knows is stored', () => {

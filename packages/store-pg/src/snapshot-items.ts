@@ -16,7 +16,16 @@ export interface SplitSnapshot {
   arrays: Map<string, JsonValue[]>;
 }
 
-/** Takes every array of at least `minSplitItems` that sits under objects only out of the snapshot. */
+/**
+ * The key under which the inline snapshot records the length of each array taken out, so a load can tell
+ * when rows are missing at the end (gaps it sees anyway). Snapshots written before it have none.
+ */
+export const itemCountsKey = '$cairn:itemCounts';
+
+/**
+ * Takes every array of at least `minSplitItems` that sits under objects only out of the snapshot, and
+ * records their lengths in it.
+ */
 export function splitSnapshot(snapshot: JsonValue): SplitSnapshot {
   const arrays = new Map<string, JsonValue[]>();
   const walk = (value: JsonValue, path: string[]): JsonValue => {
@@ -32,7 +41,38 @@ export function splitSnapshot(snapshot: JsonValue): SplitSnapshot {
     for (const [key, child] of Object.entries(value)) copy[key] = walk(child, [...path, key]);
     return copy;
   };
-  return { inline: walk(snapshot, []), arrays };
+  const inline = walk(snapshot, []);
+  if (arrays.size === 0 || inline === null || typeof inline !== 'object' || Array.isArray(inline))
+    return { inline, arrays };
+  const counts = Object.fromEntries([...arrays].map(([path, items]) => [path, items.length]));
+  return { inline: { ...inline, [itemCountsKey]: counts }, arrays };
+}
+
+/**
+ * The inline snapshot without its recorded lengths, and why the arrays loaded do not match them (rows
+ * deleted or added behind the store's back), if they do not.
+ */
+export function checkItemCounts(
+  inline: JsonValue,
+  arrays: ReadonlyMap<string, LoadedArray>,
+): { inline: JsonValue; problem?: string } {
+  if (inline === null || typeof inline !== 'object' || Array.isArray(inline)) return { inline };
+  const { [itemCountsKey]: counts, ...rest } = inline;
+  if (counts === undefined) return { inline };
+  if (counts === null || typeof counts !== 'object' || Array.isArray(counts))
+    return { inline: rest, problem: 'its array lengths are not recorded as an object' };
+  for (const [path, count] of Object.entries(counts)) {
+    const loaded = arrays.get(path)?.items.length ?? 0;
+    if (loaded !== count)
+      return {
+        inline: rest,
+        problem: `${path} holds ${loaded} elements where ${String(count)} were written`,
+      };
+  }
+  for (const path of arrays.keys()) {
+    if (!(path in counts)) return { inline: rest, problem: `${path} has rows no checkpoint wrote` };
+  }
+  return { inline: rest };
 }
 
 /** Puts the arrays back at their paths. */

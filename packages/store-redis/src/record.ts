@@ -19,6 +19,19 @@ export function hashFields(reply: unknown): Map<string, string> {
   return fields;
 }
 
+/** A JSON field of a run, or `SNAPSHOT_INVALID` when it was changed behind the store's back. */
+function parseField(text: string, runId: string | undefined, what: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new CairnError(
+      'SNAPSHOT_INVALID',
+      `The stored snapshot of run "${runId ?? '?'}" is malformed: its ${what} is not JSON.`,
+      { data: { runId: runId ?? null } },
+    );
+  }
+}
+
 function required(fields: Map<string, string>, name: string): string {
   const value = fields.get(name);
   if (value === undefined) {
@@ -60,7 +73,11 @@ export function toRecord(fields: Map<string, string>, root?: Map<string, string>
     signature: required(fields, 'signature'),
     status: required(fields, 'status') as RunStatus,
     epoch: Number(required(fields, 'epoch')),
-    snapshot: JSON.parse(required(fields, 'snapshot')) as JsonValue | null,
+    snapshot: parseField(
+      required(fields, 'snapshot'),
+      fields.get('runId'),
+      'snapshot',
+    ) as JsonValue | null,
     owner: owner ?? null,
     leaseUntil: owner !== undefined && leaseUntil !== undefined ? Number(leaseUntil) : null,
     recoveries: Number(fields.get('recoveries') ?? 0),
@@ -74,15 +91,16 @@ export function toRecord(fields: Map<string, string>, root?: Map<string, string>
     updatedAt: Number(required(fields, 'updatedAt')),
   };
   const output = fields.get('output');
-  if (output !== undefined) record.output = JSON.parse(output) as JsonValue;
+  if (output !== undefined) record.output = parseField(output, record.runId, 'output') as JsonValue;
   const error = fields.get('error');
-  if (error !== undefined) record.error = JSON.parse(error) as SerializedError;
+  if (error !== undefined)
+    record.error = parseField(error, record.runId, 'error') as SerializedError;
   return record;
 }
 
 /** The journal entries of a run, from its sorted set (already in seq order). */
-export function toJournal(reply: unknown): JournalEntry[] {
+export function toJournal(reply: unknown, runId: string): JournalEntry[] {
   return Array.isArray(reply)
-    ? reply.map((entry) => JSON.parse(String(entry)) as JournalEntry)
+    ? reply.map((entry) => parseField(String(entry), runId, 'journal') as JournalEntry)
     : [];
 }

@@ -223,7 +223,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
       const [run] = await toRecords(ctx, [hashFields(reply[1])]);
-      return { run: run!, journal: toJournal(reply[2]) };
+      return { run: run!, journal: toJournal(reply[2], runId) };
     },
 
     save: (fence, checkpoint) =>

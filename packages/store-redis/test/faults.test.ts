@@ -3,6 +3,8 @@ import { redisStore, type RedisStore } from '@cairn/store-redis';
 import { startTcpProxy, type TcpProxy } from '@cairn/testing';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+// The test reaches into the key layout to change a run behind the store's back.
+import { keySpace } from '../src/keys.js';
 import {
   connect,
   createRedisHarness,
@@ -216,6 +218,20 @@ if (reason !== undefined) {
   });
 
   describe('errors', () => {
+    it('refuses a run whose snapshot or journal was changed behind the store with SNAPSHOT_INVALID', async () => {
+      const store = await harness.store();
+      const keys = keySpace(harness.prefix);
+      await store.create(run('bad-snapshot'));
+      await harness.admin.hset(keys.run('bad-snapshot').run, 'snapshot', '{"step":');
+      await store.create(run('bad-journal'));
+      await harness.admin.zadd(keys.run('bad-journal').journal, 1, 'not json');
+      for (const runId of ['bad-snapshot', 'bad-journal']) {
+        const error = await outcome(store.load(runId));
+        expect(error).toBeInstanceOf(CairnError);
+        expect(error).toMatchObject({ code: 'SNAPSHOT_INVALID', data: { runId } });
+      }
+    });
+
     it('maps a closed port to a retryable STORE_UNAVAILABLE', async () => {
       const closed = await startTcpProxy({ host: '127.0.0.1', port: 6379 });
       const port = closed.port;

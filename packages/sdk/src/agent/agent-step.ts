@@ -1,9 +1,16 @@
 import type { z } from 'zod';
 import { CairnError, OutputValidationError, serializeError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import { addUsage, type ModelMessage, type CheckedModelResponse, type ToolCall } from '../model.js';
+import {
+  addUsage,
+  modelAnswerProblem,
+  type CheckedModelResponse,
+  type ModelMessage,
+  type ToolCall,
+} from '../model.js';
 import type {
   Command,
+  Effect,
   PerformCommand,
   RetryPolicy,
   SettledEffect,
@@ -49,6 +56,25 @@ export function agentStep(shape: AgentShape, state: AgentState, event: StepEvent
     return afterModel(shape, state, first.outcome);
   }
   return afterTools(shape, state, toolMessages(shape, state, event.effects));
+}
+
+/** What an agent's `checkStoredEffect` says of an effect read back from a store (see `DurableDefinition`). */
+export function checkStoredAgentEffect(
+  effect: Effect,
+  settled?: { value: JsonValue },
+): string | undefined {
+  if (effect.kind === 'model') {
+    if (typeof effect.trip !== 'number') return 'is a model call without its trip';
+    return settled === undefined ? undefined : modelAnswerProblem(settled.value);
+  }
+  if (effect.kind === 'tool') {
+    const complete =
+      typeof effect.tool === 'string' &&
+      typeof effect.toolCallId === 'string' &&
+      typeof effect.trip === 'number';
+    return complete ? undefined : 'is a tool call without its tool, call id or trip';
+  }
+  return `is of a kind agents never perform (${JSON.stringify(effect.kind)})`;
 }
 
 export function modelEffectId(trip: number): string {

@@ -25,7 +25,7 @@ import type {
 import { structuralSignature } from '../signature.js';
 import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
-import { agentInit, agentStep, type AgentShape } from './agent-step.js';
+import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
@@ -134,6 +134,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     parseState: (state) => agentStateSchema.parse(state),
     parseOutput: (output) => output as Output,
     driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
+    checkStoredEffect: checkStoredAgentEffect,
     telemetry: agentTelemetry(config.name, config.model),
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);

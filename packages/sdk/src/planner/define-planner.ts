@@ -1,7 +1,13 @@
 import type { TracerProvider } from '@opentelemetry/api';
 import { CairnError, PlannerDriftError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
-import { generateChecked, type Model, type ModelRequest, type Usage } from '../model.js';
+import {
+  generateChecked,
+  modelAnswerProblem,
+  type Model,
+  type ModelRequest,
+  type Usage,
+} from '../model.js';
 import type { DurableRunResult } from '../runtime/run-durable.js';
 import {
   createRunner,
@@ -157,6 +163,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     parseState: (state) => plannerStateSchema.parse(state),
     parseOutput: (output) => output,
     driftError: (runId, stored, current) => new PlannerDriftError(runId, stored, current),
+    checkStoredEffect: checkStoredPlannerEffect,
     // Each node is handed to the step as it settles, so the next ready one starts at once.
     stepping: 'each',
     telemetry: plannerTelemetry(
@@ -239,4 +246,19 @@ export function definePlanner(config: PlannerConfig): Planner {
     execute: async (goal, options) => toResult(await runner.execute(goal, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
   };
+}
+
+/** What a planner's `checkStoredEffect` says of an effect read back from a store (see `DurableDefinition`). */
+function checkStoredPlannerEffect(
+  effect: Effect,
+  settled?: { value: JsonValue },
+): string | undefined {
+  if (effect.kind === 'plan')
+    return settled === undefined ? undefined : modelAnswerProblem(settled.value);
+  if (effect.kind === 'node') {
+    return typeof effect.node === 'string' && typeof effect.capability === 'string'
+      ? undefined
+      : 'is a node without its id or capability';
+  }
+  return `is of a kind planners never perform (${JSON.stringify(effect.kind)})`;
 }

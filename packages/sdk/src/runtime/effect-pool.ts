@@ -5,6 +5,7 @@ import { storableJson } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
+import { snapshotInvalid } from './stored-journal.js';
 import type {
   ChildRunResult,
   DurableDefinition,
@@ -67,6 +68,15 @@ export class EffectPool<State, Input, Output> {
    * for an effect that will not run.
    */
   async start(commands: readonly PerformCommand[], state: State): Promise<void> {
+    // A value the journal holds for an effect commanded again (after a crash) is checked before it is used.
+    for (const command of commands) {
+      const settled = this.writer.marksOf(command.id).settled?.outcome;
+      if (settled?.status !== 'ok') continue;
+      const problem = this.definition.checkStoredEffect?.(command.effect, { value: settled.value });
+      if (problem !== undefined) {
+        throw snapshotInvalid(this.attempt.runId, `journaled effect "${command.id}" ${problem}`);
+      }
+    }
     const toPerform: PerformCommand[] = [];
     for (const command of commands) {
       this.queued.push(command);

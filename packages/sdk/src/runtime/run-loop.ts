@@ -2,6 +2,7 @@ import { context as otelContext, trace, type Span } from '@opentelemetry/api';
 import {
   CairnError,
   deserializeError,
+  isCairnError,
   RunNotFoundError,
   RunSuspendedError,
   serializeError,
@@ -12,7 +13,12 @@ import type { Attempt } from './attempt.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
-import { parseRuntimeSnapshot, unstartedSignature } from './runtime-snapshot.js';
+import {
+  parseRuntimeSnapshot,
+  unstartedSignature,
+  type RuntimeSnapshot,
+} from './runtime-snapshot.js';
+import { checkJournal, checkStoredEffects } from './stored-journal.js';
 import type { DurableDefinition, PerformCommand, StepResult } from './step-function.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
 
@@ -111,25 +117,42 @@ export async function runUnderLease<State, Input, Output>(
       return finished;
     }
     checkDrift(definition, loaded.run, options.force);
-    const snapshot = parseRuntimeSnapshot(
-      runId,
-      loaded.run.snapshot,
-      (s) => definition.parseState(s),
-      (input) => definition.init(input as Input, runId),
-    );
+    let snapshot: RuntimeSnapshot<State>;
+    try {
+      snapshot = parseRuntimeSnapshot(
+        runId,
+        loaded.run.snapshot,
+        (s) => definition.parseState(s),
+        (input) => definition.init(input as Input, runId),
+      );
+    } catch (error) {
+      if (isCairnError(error) && error.data.input === true) {
+        // A run started by name whose input its definition cannot start from ends failed, once: retrying
+        // cannot change its input. The store may be down; the next attempt then decides again.
+        await store
+          .save(attempt.fence, {
+            status: 'failed',
+            signature: definition.signature,
+            snapshot: loaded.run.snapshot,
+            journalSeq: 0,
+            error: storableJson(serializeError(error)),
+            release: holding.type === 'own',
+          })
+          .catch(() => undefined);
+      }
+      throw error;
+    }
+    const journal = [
+      ...(snapshot.carried ?? []),
+      ...checkJournal(runId, loaded.journal, 'journal'),
+    ];
+    checkStoredEffects(definition, runId, snapshot.pending ?? [], journal);
     const resumed = snapshot.pending !== null;
     // A run created without an origin (a client's start, for a worker) takes this attempt's run span as its
     // origin, stored with the first checkpoint: later attempts link to it.
     const origin = snapshot.trace ?? traceOrigin(runSpan);
     if (origin !== undefined) snapshot.trace = origin;
-    writer = new RunWriter(
-      store,
-      attempt,
-      clock,
-      options.storeRetry,
-      [...(snapshot.carried ?? []), ...loaded.journal],
-      snapshot.journalSeq,
-    );
+    writer = new RunWriter(store, attempt, clock, options.storeRetry, journal, snapshot.journalSeq);
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
 
     pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);

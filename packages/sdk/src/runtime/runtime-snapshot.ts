@@ -2,6 +2,7 @@ import { CairnError } from '../errors.js';
 import { storableJson, type JsonValue } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
 import type { PerformCommand } from './step-function.js';
+import { checkJournal, snapshotInvalid } from './stored-journal.js';
 import type { StoredTraceContext } from './tracing.js';
 
 /** The runtime's checkpoint format: the step function's state and the effects it still waits for. */
@@ -21,15 +22,7 @@ export interface RuntimeSnapshot<State = JsonValue> {
   trace?: StoredTraceContext;
 }
 
-function invalid(runId: string, why: string): CairnError {
-  return new CairnError(
-    'SNAPSHOT_INVALID',
-    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
-    {
-      data: { runId },
-    },
-  );
-}
+const invalid = snapshotInvalid;
 
 /**
  * The signature of a run started by name (a client without the definition): no definition has checkpointed it
@@ -60,7 +53,8 @@ export function parseRuntimeSnapshot<State>(
   }
   if (stored.format !== 1) throw invalid(runId, `unknown format ${JSON.stringify(stored.format)}`);
   const { pending, journalSeq } = stored;
-  if (typeof journalSeq !== 'number') throw invalid(runId, 'journalSeq is not a number');
+  if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0)
+    throw invalid(runId, 'journalSeq is not a whole number of at least 0');
   if (pending !== null && !Array.isArray(pending)) throw invalid(runId, 'pending is not a list');
   for (const command of pending ?? []) {
     const ok =
@@ -76,21 +70,24 @@ export function parseRuntimeSnapshot<State>(
       typeof command.effect.kind === 'string';
     if (!ok) throw invalid(runId, 'a pending effect is malformed');
   }
+  const pendingIds = new Set((pending ?? []).map((command) => (command as { id: string }).id));
+  if (pendingIds.size !== (pending ?? []).length)
+    throw invalid(runId, 'two pending effects share an id');
   let state: State;
-  try {
-    const start = stored.start;
-    if (stored.state === undefined && init !== undefined && isObject(start) && 'input' in start) {
-      // Checked as a stored state is: an input the definition cannot start from is SNAPSHOT_INVALID.
-      state = parseState(storableJson(init(start.input ?? null)) as JsonValue);
-    } else {
+  const start = stored.start;
+  if (stored.state === undefined && init !== undefined && isObject(start) && 'input' in start) {
+    // A run started by name meets its definition here: an input it cannot start from ends the run.
+    state = checkedInitialState(runId, () => init(start.input ?? null) as State, parseState);
+  } else {
+    try {
       state = parseState(stored.state ?? null);
+    } catch (error) {
+      throw new CairnError(
+        'SNAPSHOT_INVALID',
+        `The stored state of run "${runId}" does not match its definition: ${String(error instanceof Error ? error.message : error)}`,
+        { cause: error, data: { runId } },
+      );
     }
-  } catch (error) {
-    throw new CairnError(
-      'SNAPSHOT_INVALID',
-      `The stored state of run "${runId}" does not match its definition: ${String(error instanceof Error ? error.message : error)}`,
-      { cause: error, data: { runId } },
-    );
   }
   const snapshot: RuntimeSnapshot<State> = {
     format: 1,
@@ -100,7 +97,15 @@ export function parseRuntimeSnapshot<State>(
   };
   if (stored.carried !== undefined) {
     if (!Array.isArray(stored.carried)) throw invalid(runId, 'carried is not a list');
-    snapshot.carried = stored.carried as unknown as JournalEntry[];
+    // What a checkpoint carries are the marks of its pending effects, made before it was taken.
+    const carried = checkJournal(runId, stored.carried, 'carried');
+    for (const entry of carried) {
+      if (entry.seq > journalSeq)
+        throw invalid(runId, `carried entry ${entry.seq} is after the checkpoint's journalSeq`);
+      if (!pendingIds.has(entry.effectId))
+        throw invalid(runId, `carried entry ${entry.seq} is of an effect that is not pending`);
+    }
+    snapshot.carried = carried;
   }
   const trace = stored.trace;
   if (
@@ -116,18 +121,43 @@ export function parseRuntimeSnapshot<State>(
 }
 
 /**
+ * The state a definition starts a run from, checked as a stored one would be: an input it cannot start from
+ * (a number where an agent takes a string, say, from untyped JavaScript) is `INVALID_ARGUMENT` with
+ * `data.input: true`, before any store sees the run.
+ */
+export function checkedInitialState<State>(
+  runId: string,
+  init: () => State,
+  parseState: (state: JsonValue) => State,
+): State {
+  try {
+    return parseState(storableJson(init()) as JsonValue);
+  } catch (error) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `The input of run "${runId}" is not one its definition starts from: ${String(error instanceof Error ? error.message : error)}`,
+      { cause: error, data: { runId, input: true } },
+    );
+  }
+}
+
+/**
  * The checkpoint a run starts from: its initial state and nothing performed yet. Workers' clients use it to
  * enqueue a run that any process can then pick up.
  */
 export function initialRunSnapshot<State, Input>(
-  definition: { init(input: Input, runId: string): State },
+  definition: { init(input: Input, runId: string): State; parseState?(state: JsonValue): State },
   input: Input,
   runId: string,
   trace?: StoredTraceContext,
 ): JsonValue {
+  const init = () => definition.init(input, runId);
   const snapshot: RuntimeSnapshot<State> = {
     format: 1,
-    state: definition.init(input, runId),
+    state:
+      definition.parseState === undefined
+        ? init()
+        : checkedInitialState(runId, init, definition.parseState),
     pending: null,
     journalSeq: 0,
     ...(trace === undefined ? {} : { trace }),

@@ -119,6 +119,12 @@ export interface DurableDefinition<State, Input, Output> {
   /** Turns a stored output back into the definition's output type. */
   parseOutput(output: JsonValue): Output;
   driftError(runId: string, stored: string, current: string): CairnError;
+  /**
+   * Checks an effect read back from a store, with the value the journal says it settled with, if any: why it
+   * is not an effect this definition commands or a value it answers (a corrupted row), else undefined. A run
+   * whose stored effects fail it is refused with `SNAPSHOT_INVALID` before anything runs.
+   */
+  checkStoredEffect?(effect: Effect, settled?: { value: JsonValue }): string | undefined;
   /** How the spans of its effects are named and grouped into trips or nodes. */
   readonly telemetry?: EffectTelemetry;
   /**

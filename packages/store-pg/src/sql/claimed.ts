@@ -1,4 +1,4 @@
-import type { Lease } from '@cairn/sdk';
+import { isCairnError, type Lease, type RunRecord, type StoredRun } from '@cairn/sdk';
 import type { Names } from '../names.js';
 import {
   decodeJournal,
@@ -21,8 +21,17 @@ export function claimedColumns(names: Names, alias: string, previousOwner: strin
 
 /** The lease of a row selected with `claimedColumns`. */
 export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
-  const run = decodeRun(row);
-  const journal = decodeJournal(row[runColumnCount]);
+  let run: RunRecord;
+  let claimed: StoredRun | undefined;
+  try {
+    run = decodeRun(row);
+    claimed = { run, journal: decodeJournal(row[runColumnCount], run.runId) };
+  } catch (error) {
+    // A run whose rows were changed behind the store's back is still claimed (with the others of the batch)
+    // but not handed over as read: its holder loads it again and meets SNAPSHOT_INVALID itself.
+    if (!isCairnError(error)) throw error;
+    run = decodeRun(row, 'null');
+  }
   return {
     runId: run.runId,
     incarnation: run.incarnation,
@@ -32,7 +41,7 @@ export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
     recoveries: run.recoveries,
     cancelRequested: run.cancelRequested,
     takenFrom: (row[runColumnCount + 2] as string | null) ?? null,
-    claimed: { run, journal },
+    ...(claimed === undefined ? {} : { claimed }),
   };
 }
 

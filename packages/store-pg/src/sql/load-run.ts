@@ -27,10 +27,11 @@ export async function loadRun(
   );
   const row = rows[0];
   if (row === undefined) return undefined;
+  const run = decodeRun(row);
   return {
     loaded: {
-      run: decodeRun(row),
-      journal: decodeJournal(row[runColumnCount]),
+      run,
+      journal: decodeJournal(row[runColumnCount], run.runId),
     },
     stored: storedItemsOf(row),
   };

@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { useHarness } from './context.js';
 import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js';
 import { childTests } from './child-tests.js';
+import { corruptionTests } from './corruption-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { leaseTests } from './lease-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
@@ -23,5 +24,6 @@ export function describeStoreConformance(
     describe('fencing', () => fencingTests(ctx));
     describe('child runs', () => childTests(ctx));
     describe('workers', () => workerTests(ctx));
+    describe('corrupted runs', () => corruptionTests(ctx));
   });
 }

@@ -1,0 +1,195 @@
+import {
+  CairnError,
+  defineAgent,
+  defineTool,
+  isCairnError,
+  type DurableStore,
+  type JournalEntry,
+  type JsonValue,
+  type StoredRun,
+} from '@cairn/sdk';
+import { expect, it } from 'vitest';
+import { z } from 'zod';
+import { SimulatedCrash } from '../crash-harness.js';
+import { scriptedModel } from '../scripted-model.js';
+import { longTtlMs, newRun, type ConformanceContext } from './context.js';
+
+type Snapshot = { [key: string]: JsonValue };
+
+/** What a corruption does to a run stopped at the start of its second trip: its snapshot, its journal. */
+interface Corruption {
+  name: string;
+  snapshot?(snapshot: Snapshot): Snapshot;
+  /** Entries appended to the journal; `next` is the first seq free, `pending` the effect the run waits for. */
+  journal?(next: number, pending: string): JsonValue[];
+}
+
+const pendingId = (snapshot: Snapshot): string =>
+  ((snapshot.pending as Array<{ id: string }> | null)?.[0]?.id ?? 'none') as string;
+
+/** Every corruption DESIGN.md's loading rule must catch before anything runs (issue 16, point 4). */
+const corruptions: Corruption[] = [
+  { name: 'carried holds null', snapshot: (s) => ({ ...s, carried: [null] }) },
+  {
+    name: 'carried holds an entry of an unknown type',
+    snapshot: (s) => ({
+      ...s,
+      carried: [{ seq: 1, type: 'rumoured', effectId: pendingId(s), at: 0 }],
+    }),
+  },
+  {
+    name: 'carried holds an entry after the checkpoint’s journalSeq',
+    snapshot: (s) => ({
+      ...s,
+      carried: [
+        { seq: (s.journalSeq as number) + 5, type: 'started', effectId: pendingId(s), at: 0 },
+      ],
+    }),
+  },
+  { name: 'journalSeq is negative', snapshot: (s) => ({ ...s, journalSeq: -50 }) },
+  { name: 'journalSeq is not an integer', snapshot: (s) => ({ ...s, journalSeq: 2.5 }) },
+  {
+    name: 'a pending effect is of a kind the definition never commands',
+    snapshot: (s) => ({
+      ...s,
+      pending: (s.pending as Array<{ [key: string]: JsonValue }>).map((command) => ({
+        ...command,
+        effect: { kind: 'teleport' },
+      })),
+    }),
+  },
+  {
+    name: 'two pending effects share an id',
+    snapshot: (s) => ({
+      ...s,
+      pending: [...(s.pending as JsonValue[]), ...(s.pending as JsonValue[])],
+    }),
+  },
+  {
+    name: 'the state has a hole in its messages',
+    snapshot: (s) => {
+      const state = s.state as { messages: JsonValue[] };
+      return { ...s, state: { ...state, messages: [state.messages[0]!, null] } };
+    },
+  },
+  {
+    name: 'a journal row is of an unknown type',
+    journal: (seq, effectId) => [{ seq, type: 'rumoured', effectId, at: 0 }],
+  },
+  {
+    name: 'a settled journal row has no outcome',
+    journal: (seq, effectId) => [{ seq, type: 'settled', effectId, at: 0 }],
+  },
+  {
+    name: 'a settled journal row has an outcome of an unknown status',
+    journal: (seq, effectId) => [
+      { seq, type: 'settled', effectId, at: 0, outcome: { status: 'maybe' } },
+    ],
+  },
+  {
+    name: 'a journaled model answer is not a model answer',
+    journal: (seq, effectId) => [
+      { seq, type: 'settled', effectId, at: 0, outcome: { status: 'ok', value: { shrug: true } } },
+    ],
+  },
+];
+
+/**
+ * A stored run whose checkpoint or journal was corrupted (by hand, by a bug, by a bad restore) is refused with
+ * `SNAPSHOT_INVALID` before anything runs: no tool runs again, and its rows are left as they are.
+ */
+export function corruptionTests(ctx: ConformanceContext): void {
+  for (const corruption of corruptions) {
+    it(`refuses to resume a run whose ${corruption.name}: SNAPSHOT_INVALID, nothing runs, rows untouched`, async () => {
+      const store = await ctx.store();
+      const { runId, refunds, agent } = await stoppedAtSecondTrip(ctx, store);
+      const before = (await store.load(runId))!;
+      const corrupted = await corrupt(store, before, corruption);
+
+      const error = await agent()
+        .resume(runId)
+        .then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+      expect(isCairnError(error), String(error)).toBe(true);
+      expect((error as CairnError).code).toBe('SNAPSHOT_INVALID');
+      expect(refunds).toEqual({ r1: 1 });
+      const after = (await store.load(runId))!;
+      expect(after.run.status).toBe('running');
+      expect(after.run.snapshot).toEqual(corrupted.run.snapshot);
+      expect(after.journal).toEqual(corrupted.journal);
+    });
+  }
+}
+
+/**
+ * Runs an agent whose first trip refunds (a tool that must never run twice) until its process dies as the
+ * second trip's model call starts; its lease is then given back, as a takeover would find it.
+ */
+async function stoppedAtSecondTrip(ctx: ConformanceContext, store: DurableStore) {
+  const refunds: Record<string, number> = {};
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refunds an order.',
+    input: z.object({ order: z.string() }),
+    execute: ({ order }) => {
+      refunds[order] = (refunds[order] ?? 0) + 1;
+      return { refunded: order };
+    },
+  });
+  const agent = () =>
+    defineAgent({
+      name: 'refunder',
+      model: scriptedModel([
+        { toolCalls: [{ id: 'c1', name: 'refund', args: { order: 'r1' } }] },
+        { toolCalls: [{ id: 'c2', name: 'refund', args: { order: 'r2' } }] },
+        { text: 'refunded' },
+      ]),
+      tools: [refund],
+      durable: { store, leaseMs: ctx.harness().shortTtlMs },
+    });
+  const runId = newRun().runId;
+  const died = await agent()
+    .execute('refund r1 and r2', {
+      runId,
+      onBoundary: (boundary) => {
+        if (boundary.point === 'effect.before' && boundary.effectId === 'trip-1/model')
+          throw new SimulatedCrash(boundary);
+      },
+    })
+    .then(
+      () => 'finished',
+      (error: unknown) => error,
+    );
+  expect(died).toBeInstanceOf(SimulatedCrash);
+  await ctx.harness().expireLeases();
+  return { runId, refunds, agent };
+}
+
+/** Writes the corruption under a lease of its own, then gives the lease back. */
+async function corrupt(
+  store: DurableStore,
+  loaded: StoredRun,
+  corruption: Corruption,
+): Promise<StoredRun> {
+  const lease = (await store.acquire(loaded.run.runId, { owner: 'corrupter', ttlMs: longTtlMs }))!;
+  expect(lease).toBeDefined();
+  const snapshot = loaded.run.snapshot as Snapshot;
+  const journalSeq = snapshot.journalSeq as number;
+  if (corruption.snapshot !== undefined) {
+    await store.save(lease, {
+      status: 'running',
+      signature: loaded.run.signature,
+      snapshot: corruption.snapshot(snapshot),
+      journalSeq,
+    });
+  }
+  if (corruption.journal !== undefined) {
+    const next = Math.max(journalSeq, ...loaded.journal.map((entry) => entry.seq)) + 1;
+    const entries = corruption.journal(next, pendingId(snapshot)) as unknown as JournalEntry[];
+    await store.append(lease, entries);
+  }
+  await store.release(lease);
+  return (await store.load(loaded.run.runId))!;
+}
