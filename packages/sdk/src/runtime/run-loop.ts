@@ -19,7 +19,7 @@ import {
   type RuntimeSnapshot,
 } from './runtime-snapshot.js';
 import { checkJournal, checkStoredEffects } from './stored-journal.js';
-import type { DurableDefinition, PerformCommand, StepResult } from './step-function.js';
+import type { DurableDefinition, PerformCommand, StepEvent, StepResult } from './step-function.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
 
 export function checkDrift<State, Input, Output>(
@@ -158,10 +158,10 @@ export async function runUnderLease<State, Input, Output>(
     pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
     let result: StepResult<State>;
     if (snapshot.pending === null) {
-      result = definition.step(snapshot.state, { type: 'start', now: clock.now() });
+      result = stepOf(definition, snapshot.state, { type: 'start', now: clock.now() });
     } else {
       await pool.start(snapshot.pending, snapshot.state);
-      result = definition.step(snapshot.state, await pool.next());
+      result = stepOf(definition, snapshot.state, await pool.next());
     }
 
     for (;;) {
@@ -242,7 +242,7 @@ export async function runUnderLease<State, Input, Output>(
         tracing.closeSettledUnits(pending);
       }
       await pool.start(performs, state);
-      result = definition.step(state, await pool.next());
+      result = stepOf(definition, state, await pool.next());
     }
   } catch (error) {
     tracing.closeAll(error);
@@ -251,6 +251,23 @@ export async function runUnderLease<State, Input, Output>(
     // changes nothing for it but frees what it keeps for the claim (a lock, a session).
     if (attempt.stopped?.type !== 'crashed') await release();
     throw error;
+  }
+}
+
+/**
+ * A step of the definition. A step that throws (a bug in the definition, or an input it cannot handle) ends
+ * the run failed with what it threw: a step is deterministic, so trying the run again would only throw again
+ * after running its effects again.
+ */
+function stepOf<State, Input, Output>(
+  definition: DurableDefinition<State, Input, Output>,
+  state: State,
+  event: StepEvent,
+): StepResult<State> {
+  try {
+    return definition.step(state, event);
+  } catch (error) {
+    return { state, commands: [{ type: 'fail', error: serializeError(error) }] };
   }
 }
 
