@@ -7,60 +7,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { isCairnError, type DurableStore } from '@cairn/sdk';
+import { parseCli, usage, UsageError, type LogFormat } from './cli-options.js';
 import type { Runnable } from './definitions.js';
 import type { WorkerEvent } from './events.js';
-import { createWorker, type WorkerOptions } from './worker.js';
-
-const usage = `Usage: cairn-worker [options] <module>
-       cairn-worker migrate <module>     run the store's migrations (store.migrate()), then exit
-
-Runs a Cairn worker until SIGTERM or SIGINT. <module> is the path of an ES module (or CAIRN_MODULE) that
-exports, as named exports or as properties of its default export (which may also be a function returning
-them, sync or async):
-  store         the DurableStore to claim runs from (pgStore, redisStore, memoryStore)   required
-  agents        the agents this worker performs (an array, or an object of them)
-  planners      the planners this worker performs
-  definitions   other durable definitions ({ kind, name, definition })
-  close         optional: called once the worker has handed its runs over (end your pools here)
-
-Options (a flag wins over its environment variable):
-  --concurrency <n>        CAIRN_CONCURRENCY          runs performed at once (default 10)
-  --lease-ms <ms>          CAIRN_LEASE_MS             lease length (default 30000)
-  --heartbeat-ms <ms>      CAIRN_HEARTBEAT_MS         lease renewal interval (default lease / 3)
-  --poll-ms <ms>           CAIRN_POLL_MS              fallback poll for new work (default 1000)
-  --owner <name>           CAIRN_OWNER                lease owner (default host:pid:random)
-  --max-recoveries <n>     CAIRN_MAX_RECOVERIES       takeovers before a run is dead-lettered (default 5)
-  --takeover-on-restart    CAIRN_TAKEOVER_ON_RESTART  take back at once the runs still leased to --owner;
-                                                      only with an owner that names one process (true/false)
-  --log <format>           CAIRN_LOG                  json (one line per event, default), text or silent
-  -h, --help                                          print this help
-  -v, --version                                       print the version
-
-On SIGTERM or SIGINT the worker stops claiming, hands its runs over at their next boundary, calls close()
-and exits 0; a second signal exits at once with 130. Exit codes: 1 if the module or the store fails at
-start (a schema that is not migrated: run cairn-worker migrate first), 2 on a usage error.
-A TypeScript module needs a loader on Node 20: NODE_OPTIONS="--import tsx" cairn-worker ./worker.ts`;
-
-type LogFormat = 'json' | 'text' | 'silent';
-
-interface CliOptions {
-  /** `run` a worker, or `migrate` the store. */
-  command: 'run' | 'migrate';
-  module: string;
-  log: LogFormat;
-  worker: Pick<
-    WorkerOptions,
-    | 'concurrency'
-    | 'leaseMs'
-    | 'heartbeatMs'
-    | 'pollMs'
-    | 'owner'
-    | 'maxRecoveries'
-    | 'takeoverOnRestart'
-  >;
-}
+import { startedByPackageManager, watchParent } from './parent-exit.js';
+import { createWorker } from './worker.js';
 
 /** What the user module provides. */
 interface WorkerModule {
@@ -69,98 +21,6 @@ interface WorkerModule {
   planners: Runnable[];
   definitions: Runnable[];
   close?: () => unknown;
-}
-
-class UsageError extends Error {}
-
-/** Each option's environment variable. */
-const environment = {
-  concurrency: 'CAIRN_CONCURRENCY',
-  'lease-ms': 'CAIRN_LEASE_MS',
-  'heartbeat-ms': 'CAIRN_HEARTBEAT_MS',
-  'poll-ms': 'CAIRN_POLL_MS',
-  owner: 'CAIRN_OWNER',
-  'max-recoveries': 'CAIRN_MAX_RECOVERIES',
-  'takeover-on-restart': 'CAIRN_TAKEOVER_ON_RESTART',
-  log: 'CAIRN_LOG',
-} as const;
-
-const flags = {
-  concurrency: { type: 'string' },
-  'lease-ms': { type: 'string' },
-  'heartbeat-ms': { type: 'string' },
-  'poll-ms': { type: 'string' },
-  owner: { type: 'string' },
-  'max-recoveries': { type: 'string' },
-  'takeover-on-restart': { type: 'boolean' },
-  log: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'v' },
-} as const;
-
-function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions | 'help' | 'version' {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: flags });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
-  if (values.help === true) return 'help';
-  if (values.version === true) return 'version';
-  const command = positionals[0] === 'migrate' ? 'migrate' : 'run';
-  if (command === 'migrate') positionals.shift();
-  if (positionals.length > 1) throw new UsageError(`One module, not ${positionals.length}.`);
-
-  const setting = (name: keyof typeof environment): string | boolean | undefined => {
-    const value = values[name];
-    if (value !== undefined) return value;
-    const fromEnv = env[environment[name]];
-    return fromEnv === undefined || fromEnv === '' ? undefined : fromEnv;
-  };
-  const integer = (name: keyof typeof environment): number | undefined => {
-    const value = setting(name);
-    if (value === undefined) return undefined;
-    const number = Number(value);
-    if (typeof value !== 'string' || !/^\d+$/.test(value.trim()) || number < 1) {
-      throw new UsageError(
-        `--${name} (${environment[name]}) must be a positive integer, not "${String(value)}".`,
-      );
-    }
-    return number;
-  };
-  const boolean = (name: keyof typeof environment): boolean | undefined => {
-    const value = setting(name);
-    if (typeof value !== 'string') return value;
-    if (/^(1|true|yes)$/i.test(value)) return true;
-    if (/^(0|false|no)$/i.test(value)) return false;
-    throw new UsageError(`${environment[name]} must be true or false, not "${value}".`);
-  };
-
-  const module = positionals[0] ?? env.CAIRN_MODULE;
-  if (module === undefined || module === '') {
-    throw new UsageError('Which module? Pass its path, or set CAIRN_MODULE.');
-  }
-  const log = setting('log') ?? 'json';
-  if (log !== 'json' && log !== 'text' && log !== 'silent') {
-    throw new UsageError(`--log (CAIRN_LOG) is json, text or silent, not "${String(log)}".`);
-  }
-  const owner = setting('owner');
-  const worker: CliOptions['worker'] = {};
-  const numbers = {
-    concurrency: integer('concurrency'),
-    leaseMs: integer('lease-ms'),
-    heartbeatMs: integer('heartbeat-ms'),
-    pollMs: integer('poll-ms'),
-    maxRecoveries: integer('max-recoveries'),
-  };
-  for (const [key, value] of Object.entries(numbers)) {
-    if (value !== undefined) worker[key as keyof typeof numbers] = value;
-  }
-  if (typeof owner === 'string') worker.owner = owner;
-  const takeover = boolean('takeover-on-restart');
-  if (takeover !== undefined) worker.takeoverOnRestart = takeover;
-  return { command, module, log, worker };
 }
 
 async function loadModule(path: string): Promise<WorkerModule> {
@@ -235,6 +95,7 @@ function logger(format: LogFormat): (event: WorkerEvent) => void {
 }
 
 async function main(): Promise<void> {
+  const parent = process.ppid;
   let options;
   try {
     options = parseCli(process.argv.slice(2), process.env);
@@ -273,13 +134,11 @@ async function main(): Promise<void> {
     process.off('SIGTERM', early).off('SIGINT', early);
     return;
   }
+  // The module's close() ends what it opened; store.close() ends what the store opened itself (pgStore's
+  // lock session and LISTEN connections, redisStore's subscribers), which would otherwise hold the process.
   const closeModule = async () => {
-    try {
-      await loaded.close?.();
-    } catch (error) {
-      process.stderr.write(`cairn-worker: close() failed: ${describe(error)}\n`);
-      process.exitCode = 1;
-    }
+    await closing('close()', () => loaded.close?.());
+    await closing('store.close()', () => (loaded.store as { close?: () => unknown }).close?.());
   };
   if (stopRequested) {
     await closeModule();
@@ -317,15 +176,35 @@ async function main(): Promise<void> {
   // until it is stopped.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   let stopping: Promise<void> | undefined;
+  // npm's signal kills the shell npm ran this command through, not this process: npm's end stands for it.
+  const unwatch = startedByPackageManager(process.env)
+    ? watchParent(
+        (pid) => {
+          if (stopping !== undefined) return;
+          process.stderr.write(
+            `cairn-worker: the process that started it (pid ${pid}) exited; stopping as on SIGTERM.\n`,
+          );
+          stop();
+        },
+        { parent },
+      )
+    : () => undefined;
   const stop = (signal?: NodeJS.Signals) => {
     if (stopping !== undefined) process.exit(130);
+    unwatch();
     log({ type: 'closing', ...(signal === undefined ? {} : { signal }) });
     stopping = (async () => {
       await worker.close();
       clearInterval(keepAlive);
       await closeModule();
       // Whatever the module left open (a pool it did not end) must not keep a stopped worker alive.
-      setTimeout(() => process.exit(), 2_000).unref();
+      setTimeout(() => {
+        const open = process.getActiveResourcesInfo().join(', ');
+        process.stderr.write(
+          `cairn-worker: still open 2 s after close() (stdio included): ${open}; exiting.\n`,
+        );
+        process.exit();
+      }, 2_000).unref();
     })();
   };
   process.on('SIGTERM', stop).on('SIGINT', stop);
@@ -335,6 +214,7 @@ async function main(): Promise<void> {
     process.stderr.write(`cairn-worker: the worker failed to start: ${describe(error)}\n`);
     process.exitCode = 1;
     process.off('SIGTERM', stop).off('SIGINT', stop);
+    unwatch();
     clearInterval(keepAlive);
     await worker.close();
     await closeModule();
@@ -353,6 +233,16 @@ async function migrate(store: DurableStore): Promise<void> {
     process.stdout.write('cairn-worker: the store is migrated.\n');
   } catch (error) {
     process.stderr.write(`cairn-worker: migrate failed: ${describe(error)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** One step of shutting down: a failure is reported and makes the exit code 1, and the next step runs. */
+async function closing(name: string, step: () => unknown): Promise<void> {
+  try {
+    await step();
+  } catch (error) {
+    process.stderr.write(`cairn-worker: ${name} failed: ${describe(error)}\n`);
     process.exitCode = 1;
   }
 }

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { useTestDatabase } from '@cairn/testing';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 // `cairn-worker` run from its source, as `node dist/cli.js` runs it once built; tsx as a loader (not its
 // CLI, whose grandchild process signals would not reach).
@@ -27,16 +27,29 @@ interface Line {
   leaseMs?: number;
 }
 
-/** One `cairn-worker` process: its JSON lines, its stderr, and how it ended. */
-function run(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(
+/**
+ * One `cairn-worker` process: its JSON lines, its stderr, and how it ended. `throughShell` starts it as npm
+ * runs a bin, under a `sh -c` that waits for it: dash (/bin/sh on Debian and Ubuntu) does so for npm's
+ * `sh -c 'cairn-worker' …`; the `; exit` makes every shell do so. `exited` is then the shell's end.
+ */
+function run(args: string[], env: Record<string, string> = {}, { throughShell = false } = {}) {
+  const command = [
     process.execPath,
-    ['--import', tsxLoader, '--conditions=@cairn/source', cli, ...args],
+    '--import',
+    tsxLoader,
+    '--conditions=@cairn/source',
+    cli,
+    ...args,
+  ];
+  const child = spawn(
+    throughShell ? 'sh' : process.execPath,
+    throughShell ? ['-c', '"$@"; exit $?', 'sh', ...command] : command.slice(1),
     {
-      // The parent's CAIRN_* settings must not leak into what a test asserts.
+      // The parent's CAIRN_* settings, and whether it was started by npm, must not leak into what a test
+      // asserts.
       env: {
         ...Object.fromEntries(
-          Object.entries(process.env).filter(([name]) => !name.startsWith('CAIRN_')),
+          Object.entries(process.env).filter(([name]) => !/^(CAIRN_|npm_)/.test(name)),
         ),
         ...env,
       },
@@ -48,7 +61,10 @@ function run(args: string[], env: Record<string, string> = {}) {
   let stderr = '';
   const waiters = new Set<() => void>();
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout }).on('line', (text) => {
+  const stdoutLines = createInterface({ input: child.stdout });
+  /** Resolves when every process writing to stdout (the worker, and the shell) is gone. */
+  const ended = new Promise<void>((resolve) => stdoutLines.once('close', resolve));
+  stdoutLines.on('line', (text) => {
     stdout += `${text}\n`;
     try {
       lines.push(JSON.parse(text) as Line);
@@ -57,6 +73,7 @@ function run(args: string[], env: Record<string, string> = {}) {
     }
     for (const wake of waiters) wake();
   });
+  const shellExited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('close', (code, signal) => {
       resolve({ code, signal });
@@ -66,6 +83,8 @@ function run(args: string[], env: Record<string, string> = {}) {
   return {
     lines,
     exited,
+    ended,
+    shellExited,
     get stdout() {
       return stdout;
     },
@@ -214,6 +233,66 @@ describe('cairn-worker', () => {
   });
 });
 
+describe('cairn-worker whose parent exits without passing the signal on', () => {
+  /** Workers a test left running when it failed. */
+  const started = new Set<number>();
+  afterEach(() => {
+    for (const pid of started) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    started.clear();
+  });
+  /** The worker's pid, from its default owner `host:pid:random`. */
+  const pidOf = (line: Line) => {
+    const pid = Number(line.owner?.split(':').at(-2));
+    started.add(pid);
+    return pid;
+  };
+  /** Whether the worker is gone (its stdout closed) within a generous wait. */
+  const gone = (worker: ReturnType<typeof run>, ms = 20_000) =>
+    Promise.race([
+      worker.ended.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(resolve, ms, false)),
+    ]);
+
+  it('started by npm (`npx cairn-worker`): when the shell npm ran it through is killed, hands over, closes and exits', async () => {
+    // npm forwards SIGTERM only to the `sh -c` it spawned; the signal kills that shell, never the worker.
+    const worker = run(
+      [fixture],
+      { npm_lifecycle_event: 'npx', HOLD_MS: '1000' },
+      { throughShell: true },
+    );
+    pidOf(await worker.waitFor((l) => l.type === 'started'));
+    await worker.waitFor((l) => l.fixture === 'tool-started');
+    worker.kill('SIGTERM');
+    await worker.shellExited;
+
+    expect(await gone(worker)).toBe(true);
+    const types = worker.lines.map((l) => l.type ?? `fixture:${l.fixture}`);
+    expect(types.slice(-4)).toEqual(['closing', 'handed_over', 'closed', 'fixture:closed']);
+    expect(worker.lines.find((l) => l.type === 'handed_over')).toMatchObject({ runId: 'held-1' });
+    expect(worker.stderr).toMatch(/the process that started it \(pid \d+\) exited/);
+  });
+
+  it('not started by npm (`nohup cairn-worker &`): outlives its parent, and still stops on SIGTERM', async () => {
+    const worker = run([fixture], { HOLD_MS: '0' }, { throughShell: true });
+    const pid = pidOf(await worker.waitFor((l) => l.type === 'started'));
+    await worker.waitFor((l) => l.type === 'completed' && l.runId === 'held-1');
+    worker.kill('SIGTERM');
+    await worker.shellExited;
+
+    expect(await gone(worker, 2_000)).toBe(false);
+    process.kill(pid, 'SIGTERM');
+    expect(await gone(worker)).toBe(true);
+    expect(worker.lines.find((l) => l.type === 'closing')).toMatchObject({ signal: 'SIGTERM' });
+    expect(worker.lines.at(-1)).toMatchObject({ fixture: 'closed' });
+  });
+});
+
 describe('cairn-worker on a schema that is not migrated', () => {
   it('exits 1 naming the command to run; `cairn-worker migrate` migrates; then the worker runs', async () => {
     const schema = `cli_${randomBytes(5).toString('hex')}`;
@@ -236,6 +315,8 @@ describe('cairn-worker on a schema that is not migrated', () => {
       await worker.waitFor((line) => line.type === 'started');
       worker.kill('SIGTERM');
       expect((await worker.exited).code).toBe(0);
+      // The module ended its pool, the command the store's own connections: nothing held the process open.
+      expect(worker.stderr).toBe('');
     } finally {
       await sql.unsafe(`drop schema if exists "${schema}" cascade`);
       await sql.end({ timeout: 5 });
