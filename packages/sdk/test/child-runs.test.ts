@@ -24,7 +24,7 @@ function trip(options: { onBook?: () => Promise<void> } = {}) {
       return { booked: `${city} hotel` };
     },
   });
-  const concierge = defineAgent({
+  const conciergeConfig = {
     name: 'concierge',
     model: scriptedModel((request, turn): ScriptedTurn => {
       const city = firstUserText(request).replace('book ', '');
@@ -33,7 +33,10 @@ function trip(options: { onBook?: () => Promise<void> } = {}) {
         : { text: `${city} hotel booked` };
     }),
     tools: [book],
-  });
+  };
+  const concierge = defineAgent(conciergeConfig);
+  // The same agent, called on its own against the planner's store: what a caller choosing run ids reaches.
+  const outsider = () => defineAgent({ ...conciergeConfig, durable: { store, clock } });
   const planningModel = scriptedModel((request): ScriptedTurn => {
     const city = /book (\w+)/.exec(firstUserText(request))?.[1] ?? '?';
     const plan = {
@@ -48,7 +51,7 @@ function trip(options: { onBook?: () => Promise<void> } = {}) {
       capabilities: [{ name: 'concierge', description: 'Books hotels.', executable: concierge }],
       durable: { store, clock, leaseMs: 10_000, ...durable },
     });
-  return { clock, store, booked, planner };
+  return { clock, store, booked, planner, outsider };
 }
 
 describe('a child run under a live parent', () => {
@@ -81,5 +84,24 @@ describe('a run executed again under the same id after it was deleted', () => {
     const tokyo = await planner({ deleteOnComplete: true }).execute('book Tokyo', { runId: 'T' });
     expect(tokyo.output).toEqual({ hotel: 'Tokyo hotel booked' });
     expect(booked).toEqual(['Lisbon', 'Tokyo']);
+  });
+});
+
+describe('a child run, from outside its parent', () => {
+  it('is refused to execute and resume with INVALID_ARGUMENT: its output and state stay its parent’s', async () => {
+    const { store, planner, outsider, booked } = trip();
+    await planner().execute('book Lisbon', { runId: 'victim' });
+    const child = (await store.load('victim/hotel'))?.run;
+    expect(child).toMatchObject({ status: 'completed', rootRunId: 'victim' });
+    for (const call of [
+      () => outsider().execute('book Paris', { runId: 'victim/hotel' }),
+      () => outsider().resume('victim/hotel'),
+    ]) {
+      await expect(call()).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/child run of "victim"/),
+      });
+    }
+    expect(booked).toEqual(['Lisbon']);
   });
 });

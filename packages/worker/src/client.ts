@@ -100,8 +100,8 @@ export interface CairnClient {
   discard(runId: string): Promise<boolean>;
 }
 
-/** A child run is held, cancelled and deleted with its root: a client acts on the root. */
-function refuseChild(record: RunRecord, action: 'cancel' | 'discard'): void {
+/** A child run is started, held, cancelled and deleted with its root: a client acts on the root. */
+function refuseChild(record: RunRecord, action: 'start' | 'cancel' | 'discard'): void {
   if (record.rootRunId === null) return;
   throw new CairnError(
     'INVALID_ARGUMENT',
@@ -157,6 +157,7 @@ export function createClient(options: ClientOptions): CairnClient {
         status: 'queued',
         snapshot,
       });
+      if (!created) refuseChild(run, 'start');
       if (!created && (run.kind !== target.kind || run.name !== target.name)) {
         throw new CairnError(
           'INVALID_ARGUMENT',

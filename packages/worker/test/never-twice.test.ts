@@ -154,7 +154,7 @@ describe('client.discard with a client clock far ahead (invariant 1)', () => {
 });
 
 describe('a child run under a live parent', () => {
-  it('is neither cancelled nor discarded on its own, and a second worker never runs it', async () => {
+  it('is neither started, cancelled nor discarded on its own, and a second worker never runs it', async () => {
     const store = openStore();
     const other = openStore();
     const hold = gate();
@@ -210,7 +210,12 @@ describe('a child run under a live parent', () => {
     await intruder.start();
     const child = `${runId}/hotel`;
     expect(await client.get(child)).toMatchObject({ held: true, rootRunId: runId });
-    for (const act of [() => client.cancel(child), () => client.discard(child)]) {
+    for (const act of [
+      () => client.start(concierge, 'book', { runId: child }),
+      () => client.start({ kind: 'agent', name: 'concierge' }, 'book', { runId: child }),
+      () => client.cancel(child),
+      () => client.discard(child),
+    ]) {
       const refused = await act().then(
         () => undefined,
         (error: unknown) => error,

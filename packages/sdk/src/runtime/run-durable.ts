@@ -209,6 +209,15 @@ async function traceAttempt<State, Input, Output>(
     if (existing.parent?.runId !== parent.runId) throw notAChildError(options.runId, parent.runId);
     existing = undefined;
   }
+  if (parent === undefined && existing !== undefined && existing.rootRunId !== null) {
+    // A child run is its parent's: it runs, and ends, only under it. A caller choosing run ids must not read a
+    // child's output or state, nor run it on its own, by naming its id.
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `Run "${options.runId}" is a child run of "${existing.rootRunId}": it runs only under that run.`,
+      { data: { runId: options.runId, rootRunId: existing.rootRunId } },
+    );
+  }
   if (existing === undefined && options.mode === 'resume')
     throw new RunNotFoundError(options.runId);
   const origin = existing === undefined ? undefined : storedTrace(existing);
