@@ -254,3 +254,25 @@ describe('defineTool', () => {
     },
   );
 });
+
+describe('many tool calls in flight at once', () => {
+  it('each with its own signal and timer, raise no listener-leak warning on the run’s signal', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const pay = stallingTool('pay', { answerFrom: 1 });
+      const ids = Array.from({ length: 12 }, (_, i) => `p${i}`);
+      const { run } = payer(pay, [
+        { toolCalls: ids.map((id) => ({ id, name: 'pay', args: { value: id } })) },
+        { text: 'done' },
+      ]);
+      await run;
+      await ticks();
+      expect(Object.keys(pay.tries)).toHaveLength(12);
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
