@@ -28,6 +28,7 @@ export type CairnErrorCode =
   | 'TOOL_NOT_FOUND'
   | 'TOOL_INPUT_INVALID'
   | 'TOOL_FAILED'
+  | 'TOOL_TIMEOUT'
   | 'PLAN_INVALID'
   | 'NODE_FAILED'
   | 'REF_UNRESOLVED'

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CairnError } from './errors.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { ToolSpec } from './model.js';
-import type { RetryPolicy } from './runtime/step-function.js';
+import type { PerformCommand, RetryPolicy } from './runtime/step-function.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -10,9 +10,18 @@ export interface ToolContext {
   toolCallId: string;
   /** `${runId}:${toolCallId}`: pass it to the systems the tool calls so a repeat can be recognised. */
   idempotencyKey: string;
-  /** Aborts when the run is cancelled or its lease is lost. */
+  /** Aborts when the call runs past its `timeoutMs`, or when the run is cancelled or its lease is lost. */
   signal: AbortSignal;
 }
+
+/**
+ * The timeout of a tool that sets none. An HTTP call or an email send takes seconds, and the gateways in front
+ * of such services commonly give up on a request at 30 s: a call still running at 60 s has hung, not slowed.
+ */
+export const defaultToolTimeoutMs = 60_000;
+
+/** The longest timeout a timer can hold (2^31 - 1 ms, about 24.8 days). */
+const maxTimeoutMs = 2_147_483_647;
 
 /** What `defineTool` takes. */
 export interface ToolConfig<Schema extends z.ZodType, Result> {
@@ -26,8 +35,19 @@ export interface ToolConfig<Schema extends z.ZodType, Result> {
    * resume instead of being reported to the model as outcome unknown. @defaultValue false
    */
   idempotent?: boolean;
-  /** Retries of `retryable` errors the tool throws. @defaultValue one try */
+  /**
+   * Retries of `retryable` errors the tool throws, and of its timeouts when it is idempotent.
+   * @defaultValue one try
+   */
   retry?: RetryPolicy;
+  /**
+   * How long one try may run, in milliseconds (a positive integer, at most 2^31 - 1). Past it the call is
+   * abandoned: its `signal` aborts, and whatever it returns later is dropped. A non-idempotent tool's call is
+   * then answered as outcome unknown (as after a crash) and never tried again; an idempotent tool's call is
+   * tried again under `retry`, and fails with `TOOL_TIMEOUT` once its tries are spent.
+   * @defaultValue 60000
+   */
+  timeoutMs?: number;
 }
 
 /** A tool an agent can call. Its result must be JSON. */
@@ -37,6 +57,8 @@ export interface Tool<Args = unknown, Result = unknown> {
   readonly input: z.ZodType<Args>;
   readonly idempotent: boolean;
   readonly retry: RetryPolicy | undefined;
+  /** See `ToolConfig.timeoutMs`; a tool built without `defineTool` that sets none gets the default. */
+  readonly timeoutMs?: number;
   execute(args: Args, context: ToolContext): Promise<Result> | Result;
 }
 
@@ -56,13 +78,32 @@ export function defineTool<Schema extends z.ZodType, Result>(
       `Tool name "${config.name}" must be 1 to 64 letters, digits, "_" or "-".`,
     );
   }
+  const timeoutMs = config.timeoutMs ?? defaultToolTimeoutMs;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > maxTimeoutMs) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `Tool "${config.name}" has timeoutMs ${timeoutMs}; it must be a whole number of milliseconds from 1 to ${maxTimeoutMs}.`,
+    );
+  }
   return {
     name: config.name,
     description: config.description,
     input: config.input as z.ZodType<z.output<Schema>>,
     idempotent: config.idempotent ?? false,
     retry: config.retry,
+    timeoutMs,
     execute: config.execute,
+  };
+}
+
+/** The command fields every call of a tool carries: whether it may run again, its retries, its timeout. */
+export function toolCallPolicy(
+  tool: AnyTool,
+): Pick<PerformCommand, 'idempotent' | 'retry' | 'timeoutMs'> {
+  return {
+    idempotent: tool.idempotent,
+    ...(tool.retry === undefined ? {} : { retry: tool.retry }),
+    timeoutMs: tool.timeoutMs ?? defaultToolTimeoutMs,
   };
 }
 

@@ -1,4 +1,4 @@
-import { defineTool, type DurableStore } from '@cairn/sdk';
+import { defineTool, type DurableStore, type RetryPolicy } from '@cairn/sdk';
 import { z } from 'zod';
 
 /** A promise with its resolve handle, for holding an effect or a write until a test lets it go. */
@@ -22,15 +22,20 @@ export function gate<T = void>(): Gate<T> {
   return g;
 }
 
-/** A tool whose calls each wait for their own gate; counts the runs of each call id. */
-export function gatedTool(name: string, idempotent = false) {
+/** One gate per key, made on first use. */
+function gatesByKey(): (key: string) => Gate {
   const gates = new Map<string, Gate>();
-  const ran: Record<string, number> = {};
-  const gateOf = (id: string) => {
-    let g = gates.get(id);
-    if (g === undefined) gates.set(id, (g = gate()));
+  return (key) => {
+    let g = gates.get(key);
+    if (g === undefined) gates.set(key, (g = gate()));
     return g;
   };
+}
+
+/** A tool whose calls each wait for their own gate; counts the runs of each call id. */
+export function gatedTool(name: string, idempotent = false) {
+  const ran: Record<string, number> = {};
+  const gateOf = gatesByKey();
   const tool = defineTool({
     name,
     description: `The ${name} tool.`,
@@ -43,6 +48,52 @@ export function gatedTool(name: string, idempotent = false) {
     },
   });
   return { tool, ran, gateOf };
+}
+
+/**
+ * A tool that ignores its signal: each try waits for its gate (`gateOf(toolCallId, try)`), unless it is try
+ * `answerFrom` or later, which answers at once. Counts the tries of each call id and keeps their signals.
+ */
+export function stallingTool(
+  name: string,
+  options: {
+    idempotent?: boolean;
+    timeoutMs?: number;
+    retry?: RetryPolicy;
+    answerFrom?: number;
+  } = {},
+) {
+  const tries: Record<string, number> = {};
+  const signals: Record<string, AbortSignal[]> = {};
+  const gateAt = gatesByKey();
+  const gateOf = (id: string, try_ = 1) => gateAt(`${id}#${try_}`);
+  const tool = defineTool({
+    name,
+    description: `The ${name} tool.`,
+    input: z.object({ value: z.string() }),
+    idempotent: options.idempotent ?? false,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+    execute: async ({ value }, ctx) => {
+      const try_ = (tries[ctx.toolCallId] = (tries[ctx.toolCallId] ?? 0) + 1);
+      (signals[ctx.toolCallId] ??= []).push(ctx.signal);
+      if (try_ >= (options.answerFrom ?? Infinity)) return { [name]: value };
+      await gateOf(ctx.toolCallId, try_).promise;
+      return { [name]: value, late: true };
+    },
+  });
+  return { tool, tries, signals, gateOf };
+}
+
+/** How a promise stands once pending callbacks have run: its value, its error, or still pending. */
+export async function standing<T>(
+  promise: Promise<T>,
+): Promise<{ value: T } | { error: unknown } | 'pending'> {
+  const settled = promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  return Promise.race([settled, ticks(20).then(() => 'pending' as const)]);
 }
 
 /** The tool call ids an agent's conversation answered as outcome unknown. */

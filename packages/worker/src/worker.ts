@@ -65,7 +65,11 @@ export interface WorkerOptions {
 export interface Worker extends AsyncDisposable {
   readonly owner: string;
   start(): Promise<void>;
-  /** Stops claiming, hands running runs over at their next boundary, and resolves once they have. */
+  /**
+   * Stops claiming, hands running runs over at their next boundary, and resolves once they have. A tool call in
+   * flight finishes first, or is abandoned at its `timeoutMs` as `defineTool` says (outcome unknown when the
+   * tool is not idempotent).
+   */
   close(): Promise<void>;
   /** Ids of the runs this worker is performing now. */
   active(): string[];

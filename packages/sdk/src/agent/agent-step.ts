@@ -1,5 +1,10 @@
 import type { z } from 'zod';
-import { CairnError, OutputValidationError, serializeError } from '../errors.js';
+import {
+  CairnError,
+  OutputValidationError,
+  serializeError,
+  type SerializedError,
+} from '../errors.js';
 import type { JsonValue } from '../json.js';
 import {
   addUsage,
@@ -18,7 +23,7 @@ import type {
   StepResult,
 } from '../runtime/step-function.js';
 import type { EffectOutcome } from '../store/contract.js';
-import { parseToolArgs, type AnyTool } from '../tool.js';
+import { parseToolArgs, toolCallPolicy, type AnyTool } from '../tool.js';
 import type { AgentState } from './agent-state.js';
 
 /** The parts of an agent definition its step function depends on. */
@@ -36,6 +41,18 @@ export const outcomeUnknownResult = {
     'This tool call was in flight when the run was interrupted: it may or may not have taken effect. ' +
     'Verify its effect before calling it again.',
 };
+
+/**
+ * What the model is told about a call of unknown outcome: `outcomeUnknownResult` after a crash, or, for a call
+ * abandoned past its timeout, why.
+ */
+function unknownResult(cause: SerializedError | undefined): JsonValue {
+  if (cause === undefined) return outcomeUnknownResult;
+  return {
+    error: 'OUTCOME_UNKNOWN',
+    message: `${cause.message} It may or may not have taken effect. Verify its effect before calling it again.`,
+  };
+}
 
 type AgentStep = StepResult<AgentState>;
 
@@ -145,8 +162,7 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
         args: call.args,
         trip: state.trips,
       },
-      idempotent: tool.idempotent,
-      ...(tool.retry === undefined ? {} : { retry: tool.retry }),
+      ...toolCallPolicy(tool),
     });
   }
   // Every call was rejected before running: answer them all and go on to the next trip.
@@ -192,7 +208,7 @@ function toolMessages(
       return answer({ error: 'TOOL_INPUT_INVALID', message: parsed.message }, 'error');
     const outcome = outcomes.get(toolEffectId(trip, call.id));
     if (outcome === undefined || outcome.status === 'unknown')
-      return answer(outcomeUnknownResult, 'unknown');
+      return answer(unknownResult(outcome?.error), 'unknown');
     if (outcome.status === 'error') {
       return answer({ error: outcome.error.code, message: outcome.error.message }, 'error');
     }

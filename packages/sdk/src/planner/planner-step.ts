@@ -16,7 +16,7 @@ import type {
   StepResult,
 } from '../runtime/step-function.js';
 import type { EffectOutcome } from '../store/contract.js';
-import { parseToolArgs } from '../tool.js';
+import { parseToolArgs, toolCallPolicy } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
 import { validatePlan, type PlanNode } from './plan.js';
 import { goalMessage, rejectionMessage, replanMessage } from './planner-prompt.js';
@@ -257,8 +257,7 @@ function prepare(
   return {
     ...base,
     effect: { kind: 'node', node: node.id, capability: node.capability, input: resolved.value },
-    idempotent: executable.idempotent,
-    ...(executable.retry === undefined ? {} : { retry: executable.retry }),
+    ...toolCallPolicy(executable),
   };
 }
 
@@ -295,9 +294,12 @@ function afterNodes(
         ? { ...entryOf(node, plan.revision), input: prepared.effect.input }
         : entryOf(node, plan.revision);
     if (outcome.status === 'unknown') {
+      // In flight at a crash, or abandoned past its timeout (`outcome.error` says so).
       const error = new CairnError(
         'OUTCOME_UNKNOWN',
-        'It was in flight when the run was interrupted: it may or may not have taken effect.',
+        outcome.error === undefined
+          ? 'It was in flight when the run was interrupted: it may or may not have taken effect.'
+          : `${outcome.error.message} It may or may not have taken effect.`,
       );
       settled.push({ ...entry, status: 'unknown', error: serializeError(error) });
     } else if (outcome.status === 'error') {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { LeaseLostError, CairnError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Fence } from '../store/contract.js';
@@ -41,6 +42,8 @@ export class Attempt {
     this.deadline = options.deadline;
     this.hook = options.hook;
     this.parent = options.parent;
+    // Every try in flight (and every child attempt) listens on it: past Node's default of 10, not a leak.
+    setMaxListeners(0, this.controller.signal);
     const parent = options.parent;
     if (parent !== undefined) {
       const follow = () => {

@@ -1,9 +1,10 @@
 import { context as otelContext, type Context, type Span } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
-import { isCairnError, serializeError, type CairnError } from '../errors.js';
+import { CairnError, isCairnError, serializeError } from '../errors.js';
 import { storableJson } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
+import { boundedTry } from './bounded-try.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
 import { snapshotInvalid } from './stored-journal.js';
 import type {
@@ -105,7 +106,8 @@ export class EffectPool<State, Input, Output> {
   /** The next outcomes for the step function, as the definition steps: all at once, or one by one. */
   async next(): Promise<StepEvent & { type: 'settled' }> {
     const stepsEach = this.definition.stepping === 'each';
-    // A failed attempt (a crash, a lost lease) lets what is still running end before it stops.
+    // A failed attempt (a crash, a lost lease) lets what is still running end before it stops: each ends, or
+    // is abandoned past its timeout or a short grace after its signal aborted (`boundedTry`).
     while (
       this.running.size > 0 &&
       (this.failure !== undefined || !stepsEach || this.ready.length === 0)
@@ -157,7 +159,8 @@ export class EffectPool<State, Input, Output> {
     try {
       const outcome = await this.performTries(command, state, span, context);
       if (outcome.status === 'ok') this.tracing.settled(span, command, outcome.value);
-      else if (outcome.status === 'error') {
+      else if (outcome.error !== undefined) {
+        if (outcome.status === 'unknown') span.setAttribute('cairn.effect.outcome', 'unknown');
         span.setAttribute('cairn.error.code', outcome.error.code);
         span.recordException({ name: outcome.error.name, message: outcome.error.message });
         span.setStatus({ code: 2, message: outcome.error.message });
@@ -183,28 +186,44 @@ export class EffectPool<State, Input, Output> {
       effectId: command.id,
       effectKind: command.effect.kind,
     };
+    // A try that started a child run is not abandoned: the child stops with this attempt on its own.
+    let ranChild = false;
     const runChild = ((
       definition: DurableDefinition<unknown, unknown, unknown>,
       input: unknown,
       childRunId: string,
-    ) => this.launchChild(definition, input, childRunId, context)) as EffectContext['runChild'];
+    ) => {
+      ranChild = true;
+      return this.launchChild(definition, input, childRunId, context);
+    }) as EffectContext['runChild'];
     for (let try_ = 1; ; try_ += 1) {
       // A retry is a new start: not past the lease's local deadline. A hand-over lets it go on: in flight.
       if (try_ > 1) this.attempt.checkLeaseTime(this.clock.now());
       await this.attempt.pass({ point: 'effect.before', ...boundary });
+      let timedOut: CairnError | undefined;
       let outcome: EffectOutcome;
       try {
-        const value = await otelContext.with(context, () =>
-          this.definition.perform(command.effect, {
-            runId: this.attempt.runId,
-            state,
-            effectId: command.id,
-            epoch: this.attempt.epoch,
-            signal: this.attempt.signal,
+        const value = await boundedTry(
+          (signal) =>
+            otelContext.with(context, () =>
+              this.definition.perform(command.effect, {
+                runId: this.attempt.runId,
+                state,
+                effectId: command.id,
+                epoch: this.attempt.epoch,
+                signal,
+                clock: this.clock,
+                attempt: try_,
+                runChild,
+              }),
+            ),
+          {
             clock: this.clock,
-            attempt: try_,
-            runChild,
-          }),
+            stop: this.attempt.signal,
+            timeoutMs: command.timeoutMs,
+            timeout: () => (timedOut = timeoutError(command)),
+            abandonable: () => !ranChild,
+          },
         );
         outcome = { status: 'ok', value: storableJson(value ?? null) };
       } catch (error) {
@@ -224,12 +243,30 @@ export class EffectPool<State, Input, Output> {
           await this.attempt.sleep(this.clock, delay);
           continue;
         }
-        outcome = { status: 'error', error: storableJson(serializeError(error)) };
+        const failure = storableJson(serializeError(error));
+        // Abandoned past its timeout, a non-idempotent effect may or may not have taken effect: unknown, as
+        // when a crash leaves it in flight, and never tried again.
+        outcome =
+          timedOut !== undefined && error === timedOut && !command.idempotent
+            ? { status: 'unknown', error: failure }
+            : { status: 'error', error: failure };
       }
       await this.attempt.pass({ point: 'effect.after', ...boundary });
       return outcome;
     }
   }
+}
+
+/** What a try run past its effect's timeout is abandoned with: retryable when the effect is idempotent. */
+function timeoutError(command: PerformCommand): CairnError {
+  return new CairnError(
+    'TOOL_TIMEOUT',
+    `This call did not finish within its ${command.timeoutMs} ms timeout and was abandoned.`,
+    {
+      retryable: command.idempotent,
+      data: { effectId: command.id, timeoutMs: command.timeoutMs ?? null },
+    },
+  );
 }
 
 /** Backoff for an effect, or the wait the error asks for (a provider's retry-after). */

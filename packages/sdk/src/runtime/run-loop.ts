@@ -283,7 +283,8 @@ async function stopAfterError<State, Input, Output>(
   // A crashed process writes nothing more, and a holder that lost its lease may not.
   if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost' || writer === undefined) return;
   // The lease is kept until the effects still in flight have ended (those of a hand-over or a suspension
-  // run to their end; the others were aborted), so the next holder never starts while one of ours runs...
+  // run to their end or their timeout; the others were aborted, and one that ignores its signal is abandoned
+  // a short grace later), so the next holder never starts while one of ours runs...
   await pool?.drain();
   if (attempt.stopped?.type === 'crashed' || attempt.stopped?.type === 'lease-lost') return;
   // ...and what settled meanwhile is written, so the next holder reuses it instead of reporting it unknown.

@@ -24,11 +24,14 @@ export interface DurableRunOptions<Input> {
   /** The span context the run span starts under. @defaultValue the active context */
   parentContext?: Context;
   onBoundary?: BoundaryHook;
-  /** Aborting it cancels the run: in-flight effects see their signal abort, the run ends `cancelled`. */
+  /**
+   * Aborting it cancels the run: in-flight effects see their signal abort (one that ignores it is abandoned a
+   * second later), and the run ends `cancelled`.
+   */
   signal?: AbortSignal;
   /**
-   * Aborting it hands the run over: no effect starts any more, those in flight finish and are written, and
-   * the lease is released at once so another worker can claim it (a worker shutting down).
+   * Aborting it hands the run over: no effect starts any more, those in flight finish (or reach their timeout)
+   * and are written, and the lease is released at once so another worker can claim it (a worker shutting down).
    */
   handOverSignal?: AbortSignal;
   /** Lease renewal interval. @defaultValue leaseMs / 3 */

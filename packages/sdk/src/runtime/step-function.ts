@@ -40,6 +40,13 @@ export interface PerformCommand {
    */
   idempotent: boolean;
   retry?: RetryPolicy;
+  /**
+   * How long one try may run. Past it the try is abandoned (its signal aborts, a later result is dropped): a
+   * non-idempotent effect settles as outcome `unknown`, never tried again; an idempotent one fails with a
+   * retryable `TOOL_TIMEOUT` error, tried again under `retry`. An effect that started a child run is not
+   * abandoned: the child stops on its own. @defaultValue no timeout
+   */
+  timeoutMs?: number;
 }
 
 /** A step's instruction to the runtime. */
@@ -79,7 +86,7 @@ export interface EffectContext<State = unknown> {
   effectId: string;
   /** The lease epoch the effect runs under. */
   epoch: number;
-  /** Aborts when the run is cancelled or its lease is lost. */
+  /** Aborts when the try runs past the effect's `timeoutMs`, or when the run is cancelled or its lease is lost. */
   signal: AbortSignal;
   clock: Clock;
   /** Which try of this effect this is, from 1. */

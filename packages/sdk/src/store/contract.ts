@@ -86,11 +86,14 @@ export type JournalEntry =
   | { seq: number; type: 'started'; effectId: string; at: number }
   | { seq: number; type: 'settled'; effectId: string; at: number; outcome: EffectOutcome };
 
-/** How an effect ended: with a value, with an error, or unknown because it was in flight at a crash. */
+/**
+ * How an effect ended: with a value, with an error, or unknown because it was in flight at a crash or was
+ * abandoned past its timeout (then `error` says so: `TOOL_TIMEOUT`).
+ */
 export type EffectOutcome =
   | { status: 'ok'; value: JsonValue }
   | { status: 'error'; error: SerializedError }
-  | { status: 'unknown' };
+  | { status: 'unknown'; error?: SerializedError };
 
 /** A run as loaded: its record and the journal written since its last checkpoint, in order. */
 export interface StoredRun {
