@@ -1,7 +1,13 @@
 import type { z } from 'zod';
 import { CairnError, OutputValidationError, serializeError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import { addUsage, type ModelMessage, type CheckedModelResponse, type ToolCall } from '../model.js';
+import {
+  addUsage,
+  modelCallFailed,
+  type CheckedModelResponse,
+  type ModelMessage,
+  type ToolCall,
+} from '../model.js';
 import type {
   Command,
   PerformCommand,
@@ -77,16 +83,7 @@ function fail(state: AgentState, error: CairnError): AgentStep {
 function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome): AgentStep {
   if (outcome.status !== 'ok') {
     const cause = outcome.status === 'error' ? outcome.error : undefined;
-    return fail(
-      state,
-      new CairnError(
-        'MODEL_FAILED',
-        `The model call of trip ${state.trips} failed: ${cause?.message ?? 'no answer'}`,
-        {
-          data: cause === undefined ? {} : { cause: { code: cause.code, message: cause.message } },
-        },
-      ),
-    );
+    return fail(state, modelCallFailed(`The model call of trip ${state.trips}`, cause));
   }
   const response = outcome.value as unknown as CheckedModelResponse;
   const toolCalls = response.toolCalls.map((call, index): ToolCall => ({

@@ -216,8 +216,9 @@ export async function runUnderLease<State, Input, Output>(
           },
           pending.map((command) => command.id),
         );
-        tracing.closeSettledUnits(pending);
       }
+      // A unit (a trip, a node) ends once nothing pending belongs to it, checkpointed or not.
+      tracing.closeSettledUnits(pending);
       await pool.start(performs, state);
       result = definition.step(state, await pool.next());
     }
