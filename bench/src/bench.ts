@@ -14,6 +14,7 @@ import { limitRow } from './rows/limit.js';
 import { massTakeoverRow } from './rows/mass-takeover.js';
 import { memoryRow } from './rows/memory.js';
 import { perStepRow } from './rows/per-step.js';
+import { plannerRow } from './rows/planner.js';
 import { takeoverRow } from './rows/takeover.js';
 import { throughputRow } from './rows/throughput.js';
 
@@ -33,6 +34,7 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'mass_takeover', title: '8. Mass takeover', build: massTakeoverRow },
   { key: 'growth', title: '9. Growth', build: growthRow },
   { key: 'memory', title: '10. Memory', build: memoryRow },
+  { key: 'planner', title: '11. Planner', build: plannerRow },
 ];
 
 /** Options of `runBench`. */

@@ -30,6 +30,8 @@ export interface BenchConfig {
   massTakeover: { runs: number };
   growth: { trips: number; toolResultBytes: number };
   memory: { runs: number };
+  /** Sizes of the plans whose per-node cost is compared (the largest against the smallest). */
+  planner: { sizes: number[] };
 }
 
 export const fullConfig: BenchConfig = {
@@ -56,6 +58,7 @@ export const fullConfig: BenchConfig = {
   massTakeover: { runs: 1_000 },
   growth: { trips: 200, toolResultBytes: 200 },
   memory: { runs: 1_000 },
+  planner: { sizes: [100, 1_000, 10_000] },
 };
 
 export const quickConfig: BenchConfig = {
@@ -81,4 +84,5 @@ export const quickConfig: BenchConfig = {
   massTakeover: { runs: 50 },
   growth: { trips: 20, toolResultBytes: 200 },
   memory: { runs: 50 },
+  planner: { sizes: [100, 1_000] },
 };

@@ -25,6 +25,7 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
   const claimP50 = medianOf(report, 'claim_latency', 'claim.p50_ms');
   const completedShare = medianOf(report, 'mass_takeover', 'completed_share');
   const ranTwice = medianOf(report, 'mass_takeover', 'ran_twice');
+  const plannerGrowth = medianOf(report, 'planner', 'largest_over_smallest');
   return [
     {
       key: 'per_step_vs_limit',
@@ -94,6 +95,12 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       label: 'mass takeover: non-idempotent tool calls run twice',
       value: ranTwice,
       target: { text: '= 0', met: ranTwice === 0 },
+    },
+    {
+      key: 'planner_per_node_growth',
+      label: 'planner: ms per node, largest plan / smallest (10,000 / 100 nodes in a full run)',
+      value: plannerGrowth,
+      target: { text: '<= 2x', met: plannerGrowth <= 2 },
     },
   ];
 }

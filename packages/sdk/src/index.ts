@@ -94,6 +94,7 @@ export { definePlanner } from './planner/define-planner.js';
 export type { Planner, PlannerConfig, PlannerResult } from './planner/define-planner.js';
 export type { Capability, Executable } from './planner/capability.js';
 export type { Plan, PlanNode } from './planner/plan.js';
+export { planLimits } from './planner/plan-limits.js';
 export type {
   ChildReport,
   FrozenPlan,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CairnError } from './errors.js';
+import { CairnError, type SerializedError } from './errors.js';
 import type { JsonInput, JsonObject, JsonValue } from './json.js';
 
 /**
@@ -168,4 +168,14 @@ export async function generateChecked(model: Model, request: ModelRequest): Prom
     );
   }
   return parsed.data as unknown as JsonValue;
+}
+
+/**
+ * The `MODEL_FAILED` error of a model call that did not answer: `call` names it ("The planning model call"),
+ * `cause` is its stored error (none when it was in flight at a crash and is not run again).
+ */
+export function modelCallFailed(call: string, cause: SerializedError | undefined): CairnError {
+  return new CairnError('MODEL_FAILED', `${call} failed: ${cause?.message ?? 'no answer'}`, {
+    data: cause === undefined ? {} : { cause: { code: cause.code, message: cause.message } },
+  });
 }

@@ -9,6 +9,7 @@ import type { JsonValue } from '../json.js';
 import {
   addUsage,
   modelAnswerProblem,
+  modelCallFailed,
   type CheckedModelResponse,
   type ModelMessage,
   type ToolCall,
@@ -120,16 +121,7 @@ function fail(state: AgentState, error: CairnError): AgentStep {
 function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome): AgentStep {
   if (outcome.status !== 'ok') {
     const cause = outcome.status === 'error' ? outcome.error : undefined;
-    return fail(
-      state,
-      new CairnError(
-        'MODEL_FAILED',
-        `The model call of trip ${state.trips} failed: ${cause?.message ?? 'no answer'}`,
-        {
-          data: cause === undefined ? {} : { cause: { code: cause.code, message: cause.message } },
-        },
-      ),
-    );
+    return fail(state, modelCallFailed(`The model call of trip ${state.trips}`, cause));
   }
   const response = outcome.value as unknown as CheckedModelResponse;
   const toolCalls = response.toolCalls.map((call, index): ToolCall => ({

@@ -28,12 +28,9 @@ import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
 import { plannerSystemPrompt } from './planner-prompt.js';
 import { plannerTelemetry } from './planner-telemetry.js';
 import { plannerStateSchema, type LedgerEntry, type PlannerState } from './planner-state.js';
-import {
-  plannerInit,
-  plannerStep,
-  type AgentNodeValue,
-  type PlannerShape,
-} from './planner-step.js';
+import { planLimits } from './plan-limits.js';
+import type { AgentNodeValue } from './planner-nodes.js';
+import { plannerInit, plannerStep, type PlannerShape } from './planner-step.js';
 
 /** What `definePlanner` takes. */
 export interface PlannerConfig {
@@ -50,6 +47,11 @@ export interface PlannerConfig {
   maxReplans?: number;
   /** Planning answers in a row that may be invalid before the run fails with `PLAN_INVALID`. @defaultValue 3 */
   maxPlanAttempts?: number;
+  /**
+   * Nodes a plan may have; a plan with more fails the run with `PLAN_INVALID` before any node runs.
+   * @defaultValue planLimits.maxNodes (10,000)
+   */
+  maxPlanNodes?: number;
   /** Bump it to mark a change the signature cannot see (say, a capability's behaviour). */
   version?: string | number;
   durable?: DurableOptions;
@@ -107,10 +109,13 @@ function positiveInteger(name: string, value: number, minimum: number): number {
 
 /**
  * Defines a durable planner. A run asks the planning model for a plan (a DAG of capability nodes), checks
- * it and asks again with the problems when it is invalid, freezes it, and runs its nodes in waves: every
- * node whose dependencies completed, up to `maxParallel`, performed together and checkpointed once the wave
- * settled (the journal records each node as it settles). Agent nodes run as child runs with their own
- * checkpoints under `${runId}/${nodeId}`. A failed node triggers a replan of the unfinished part.
+ * it and asks again with the problems when it is invalid (a plan over `planLimits` fails the run at once),
+ * freezes it, and starts each node as soon as its dependencies completed, up to `maxParallel` at once. The
+ * journal records each node as it settles; a checkpoint follows every settled node of a small plan (up to
+ * 16 nodes), else every (plan nodes + settled nodes) / 16 nodes, so a node costs the same in a plan of 10,000
+ * as in one of 100. Agent
+ * nodes run as child runs with their own checkpoints under `${runId}/${nodeId}`. A failed node triggers a
+ * replan of the unfinished part.
  */
 export function definePlanner(config: PlannerConfig): Planner {
   const capabilities = new Map<string, Capability>();
@@ -140,6 +145,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     maxParallel: positiveInteger('maxParallel', config.maxParallel ?? 4, 1),
     maxReplans: positiveInteger('maxReplans', config.maxReplans ?? 2, 0),
     maxPlanAttempts: positiveInteger('maxPlanAttempts', config.maxPlanAttempts ?? 3, 1),
+    maxPlanNodes: positiveInteger('maxPlanNodes', config.maxPlanNodes ?? planLimits.maxNodes, 1),
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
   };
   const signature = structuralSignature({
@@ -151,7 +157,12 @@ export function definePlanner(config: PlannerConfig): Planner {
     })),
     version: config.version ?? null,
   });
-  const system = plannerSystemPrompt(config.capabilities, shape.maxParallel, config.instructions);
+  const system = plannerSystemPrompt(
+    config.capabilities,
+    shape.maxParallel,
+    shape.maxPlanNodes,
+    config.instructions,
+  );
   const responseSchema: JsonObject = planJsonSchema([...capabilities.keys()]);
 
   const definition: DurableDefinition<PlannerState, string, JsonValue> = {

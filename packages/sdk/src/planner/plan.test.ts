@@ -95,6 +95,47 @@ describe('validatePlan', () => {
       /wrong shape/,
     );
   });
+
+  it('finds a cycle closing a chain of 50,000 nodes without running out of stack', () => {
+    const chain = Array.from({ length: 50_000 }, (_, i) =>
+      node(`n${i}`, { dependsOn: [`n${i === 0 ? 49_999 : i - 1}`] }),
+    );
+    const [problem] = problems({ nodes: chain }, { ...fresh, maxNodes: 50_000 });
+    expect(problem).toMatch(/^The plan has a cycle: n0 -> n49999 -> n49998 -> .* -> n1 -> n0\.$/);
+  });
+
+  it('refuses the node id "__proto__" and keeps a "__proto__" key of an input as data', () => {
+    expect(problems({ nodes: [node('__proto__')] })).toEqual([
+      'Node id "__proto__" is reserved; pick another id.',
+    ]);
+    const check = validatePlan(
+      '{"nodes":[{"id":"a","capability":"echo","input":{"value":"x","__proto__":{"value":1}}}]}',
+      fresh,
+    );
+    expect(check.ok && Object.keys(check.plan.nodes[0]!.input as object)).toEqual([
+      'value',
+      '__proto__',
+    ]);
+  });
+
+  it('stops at a limit before checking the rest: the node count, then the nesting', () => {
+    const three = { nodes: [node('a'), node('b'), node('c')] };
+    expect(validatePlan(JSON.stringify(three), { ...fresh, maxNodes: 2 })).toEqual({
+      ok: false,
+      problems: ['The plan has 3 nodes; a plan may have at most 2 (maxPlanNodes).'],
+      breach: {
+        message: 'The plan has 3 nodes; a plan may have at most 2 (maxPlanNodes).',
+        data: { limit: 'maxNodes', max: 2, actual: 3 },
+      },
+    });
+    const deep = `{"nodes":[{"id":"a","capability":"echo","input":${'['.repeat(129)}${']'.repeat(129)}}]}`;
+    expect(validatePlan(deep, fresh)).toMatchObject({
+      ok: false,
+      breach: { data: { limit: 'maxDepth', max: 128, node: 'a' } },
+    });
+    const fits = `{"nodes":[{"id":"a","capability":"echo","input":{"value":"x","n":${'['.repeat(127)}${']'.repeat(127)}}}]}`;
+    expect(validatePlan(fits, fresh).ok).toBe(true);
+  });
 });
 
 describe('references', () => {
@@ -123,5 +164,11 @@ describe('references', () => {
       ok: true,
       value: { $ref: 'b', other: 1 },
     });
+  });
+
+  it('keep a "__proto__" key as a key', () => {
+    const resolved = resolveRefs(JSON.parse('{"__proto__":{"$ref":"a.n"},"x":2}'), outputs);
+    expect(resolved.ok && JSON.stringify(resolved.value)).toBe('{"__proto__":1,"x":2}');
+    expect(resolved.ok && Object.getPrototypeOf(resolved.value)).toBe(Object.prototype);
   });
 });

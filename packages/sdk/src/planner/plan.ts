@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { JsonObject, JsonValue } from '../json.js';
 import { parseToolArgs } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
+import { jsonData } from './json-data.js';
+import { planLimitBreach, planLimits, type PlanLimitBreach } from './plan-limits.js';
 import { collectRefs } from './refs.js';
 
 /** One node of a plan: a capability to dispatch, its input, and the nodes that must finish first. */
@@ -23,17 +25,20 @@ export interface Plan {
 /** Node ids: what a run id segment and an effect id segment can hold. */
 export const nodeIdPattern = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** Node ids the pattern allows that a plan may not use: an object key that would set a prototype. */
+const reservedNodeIds: ReadonlySet<string> = new Set(['__proto__']);
+
 const planNodeSchema = z.object({
   id: z.string().regex(nodeIdPattern, 'a node id is 1 to 64 letters, digits, "_" or "-"'),
   capability: z.string(),
-  input: z.json(),
+  input: jsonData,
   dependsOn: z.array(z.string()).default([]),
 });
 
 /** Validates the shape of a plan (the graph is checked by `validatePlan`). */
 export const planSchema = z.object({
   nodes: z.array(planNodeSchema),
-  output: z.json().optional(),
+  output: jsonData.optional(),
 }) as unknown as z.ZodType<Plan>;
 
 /** The JSON Schema the planning model's answer must follow. */
@@ -67,15 +72,21 @@ export interface PlanContext {
   completed: ReadonlySet<string>;
   /** Ids of nodes that ran and did not complete; a new plan may not reuse or depend on them. */
   failed: ReadonlySet<string>;
+  /** Nodes a plan may have. @defaultValue planLimits.maxNodes */
+  maxNodes?: number;
 }
 
-/** A checked plan, or every problem found, worded for the planning model. */
-export type PlanCheck = { ok: true; plan: Plan } | { ok: false; problems: string[] };
+/**
+ * A checked plan, or every problem found, worded for the planning model; `breach` when the answer is over
+ * one of `planLimits` (then its problem is the only one named, the rest of the answer unchecked).
+ */
+export type PlanCheck =
+  { ok: true; plan: Plan } | { ok: false; problems: string[]; breach?: PlanLimitBreach };
 
 /**
- * Parses and checks a planning model's answer: JSON, the plan shape, unique and unused ids, known
- * capabilities, dependencies that exist, references only to dependencies, no cycle, and tool inputs
- * without references matching the tool's schema.
+ * Parses and checks a planning model's answer: JSON, the plan's limits, the plan shape, unique, unused and
+ * unreserved ids, known capabilities, dependencies that exist, references only to dependencies, no cycle,
+ * and tool inputs without references matching the tool's schema. Its cost grows with the answer's length.
  */
 export function validatePlan(answer: string, context: PlanContext): PlanCheck {
   let candidate: unknown;
@@ -84,6 +95,8 @@ export function validatePlan(answer: string, context: PlanContext): PlanCheck {
   } catch (error) {
     return { ok: false, problems: [`The answer is not JSON: ${(error as Error).message}.`] };
   }
+  const breach = planLimitBreach(candidate, context.maxNodes ?? planLimits.maxNodes);
+  if (breach !== undefined) return { ok: false, problems: [breach.message], breach };
   const parsed = planSchema.safeParse(candidate);
   if (!parsed.success) {
     return {
@@ -100,6 +113,9 @@ export function validatePlan(answer: string, context: PlanContext): PlanCheck {
   const ids = new Set<string>();
   for (const node of plan.nodes) {
     if (ids.has(node.id)) problems.push(`Two nodes have the id "${node.id}".`);
+    if (reservedNodeIds.has(node.id)) {
+      problems.push(`Node id "${node.id}" is reserved; pick another id.`);
+    }
     if (context.completed.has(node.id) || context.failed.has(node.id)) {
       problems.push(`Node id "${node.id}" was already used by a node that ran; pick a new id.`);
     }
@@ -140,8 +156,9 @@ function nodeProblems(node: PlanNode, ids: ReadonlySet<string>, context: PlanCon
     }
   }
   const refs = collectRefs(node.input);
+  const dependsOn = new Set(node.dependsOn);
   for (const ref of refs) {
-    if (!node.dependsOn.includes(ref.node)) {
+    if (!dependsOn.has(ref.node)) {
       problems.push(
         `Node "${node.id}" refers to "${ref.node}" in its input but does not list it in dependsOn.`,
       );
@@ -154,29 +171,36 @@ function nodeProblems(node: PlanNode, ids: ReadonlySet<string>, context: PlanCon
   return problems;
 }
 
-/** A cycle among the plan's own nodes, as the ids along it (first repeated last), if there is one. */
+/**
+ * A cycle among the plan's own nodes, as the ids along it (first repeated last), if there is one. A
+ * depth-first walk with its own stack: a chain of thousands of nodes is no deeper a call stack than one.
+ */
 function findCycle(nodes: readonly PlanNode[]): string[] | undefined {
   const byId = new Map(nodes.map((node) => [node.id, node]));
   const state = new Map<string, 'visiting' | 'done'>();
-  const path: string[] = [];
-  const visit = (id: string): string[] | undefined => {
-    const seen = state.get(id);
-    if (seen === 'done') return undefined;
-    if (seen === 'visiting') return [...path.slice(path.indexOf(id)), id];
-    state.set(id, 'visiting');
-    path.push(id);
-    for (const dependency of byId.get(id)?.dependsOn ?? []) {
-      if (!byId.has(dependency)) continue;
-      const cycle = visit(dependency);
-      if (cycle !== undefined) return cycle;
+  for (const root of nodes) {
+    if (state.has(root.id)) continue;
+    // Each frame: a node on the current path and how many of its dependencies were walked.
+    const path: Array<{ id: string; next: number }> = [{ id: root.id, next: 0 }];
+    state.set(root.id, 'visiting');
+    while (path.length > 0) {
+      const frame = path.at(-1)!;
+      const dependsOn = byId.get(frame.id)?.dependsOn ?? [];
+      if (frame.next >= dependsOn.length) {
+        state.set(frame.id, 'done');
+        path.pop();
+        continue;
+      }
+      const dependency = dependsOn[frame.next]!;
+      frame.next += 1;
+      if (!byId.has(dependency) || state.get(dependency) === 'done') continue;
+      if (state.get(dependency) === 'visiting') {
+        const from = path.findIndex((step) => step.id === dependency);
+        return [...path.slice(from).map((step) => step.id), dependency];
+      }
+      state.set(dependency, 'visiting');
+      path.push({ id: dependency, next: 0 });
     }
-    path.pop();
-    state.set(id, 'done');
-    return undefined;
-  };
-  for (const node of nodes) {
-    const cycle = visit(node.id);
-    if (cycle !== undefined) return cycle;
   }
   return undefined;
 }

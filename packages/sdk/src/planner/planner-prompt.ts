@@ -1,10 +1,12 @@
 import { capabilityInputSchema, isAgent, type Capability } from './capability.js';
+import { planLimits } from './plan-limits.js';
 import type { FrozenPlan, LedgerEntry } from './planner-state.js';
 
 /** The planning model's system prompt: the plan format, the `$ref` convention and the capabilities. */
 export function plannerSystemPrompt(
   capabilities: readonly Capability[],
   maxParallel: number,
+  maxPlanNodes: number,
   instructions: string | undefined,
 ): string {
   const listed = capabilities
@@ -20,7 +22,8 @@ export function plannerSystemPrompt(
     '{"nodes":[{"id":"...","capability":"...","input":...,"dependsOn":["..."]}],"output":...}',
     '',
     'Rules:',
-    '- id: 1 to 64 letters, digits, "_" or "-"; unique, and never the id of a node that already ran.',
+    '- id: 1 to 64 letters, digits, "_" or "-", not "__proto__"; unique, and never the id of a node that',
+    '  already ran.',
     '- capability: one of the capabilities listed below.',
     '- dependsOn: ids of the nodes that must finish first: nodes of this plan, or completed nodes of',
     '  an earlier plan. No cycles.',
@@ -30,6 +33,7 @@ export function plannerSystemPrompt(
     '- output (optional): JSON with {"$ref":...} as above: what the plan returns. Without it, the plan',
     '  returns the outputs of the nodes no other node depends on, by id.',
     `- Nodes whose dependencies have finished run in parallel, at most ${maxParallel} at a time.`,
+    `- At most ${maxPlanNodes} nodes; inputs and the output nest at most ${planLimits.maxDepth} levels of arrays and objects.`,
     '',
     'Capabilities:',
     listed,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { Usage } from '../model.js';
+import { jsonData } from './json-data.js';
 import type { PlanNode } from './plan.js';
 
 /** One message of the planning conversation (the system prompt is rebuilt, not stored). */
@@ -88,7 +89,7 @@ const serializedError: z.ZodType<SerializedError> = z.lazy(() =>
 const planNode = z.object({
   id: z.string(),
   capability: z.string(),
-  input: z.json(),
+  input: jsonData,
   dependsOn: z.array(z.string()),
 });
 
@@ -99,7 +100,7 @@ export const plannerStateSchema = z.object({
   conversation: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })),
   invalidPlans: count,
   plan: z
-    .object({ revision: count, nodes: z.array(planNode), output: z.json().optional() })
+    .object({ revision: count, nodes: z.array(planNode), output: jsonData.optional() })
     .nullable(),
   ledger: z.array(
     z.object({
@@ -107,8 +108,8 @@ export const plannerStateSchema = z.object({
       capability: z.string(),
       revision: count,
       status: z.enum(['completed', 'failed', 'unknown']),
-      input: z.json().optional(),
-      output: z.json().optional(),
+      input: jsonData.optional(),
+      output: jsonData.optional(),
       error: serializedError.optional(),
       child: z
         .object({

@@ -46,13 +46,14 @@ export function resolveRefs(value: JsonValue, outputs: ReadonlyMap<string, JsonV
     return { ok: true, value: items };
   }
   if (value !== null && typeof value === 'object') {
-    const object: { [key: string]: JsonValue } = {};
+    const entries: Array<[string, JsonValue]> = [];
     for (const [key, item] of Object.entries(value)) {
       const resolved = resolveRefs(item, outputs);
       if (!resolved.ok) return resolved;
-      object[key] = resolved.value;
+      entries.push([key, resolved.value]);
     }
-    return { ok: true, value: object };
+    // Defined, not assigned: a "__proto__" key stays a key.
+    return { ok: true, value: Object.fromEntries(entries) as { [key: string]: JsonValue } };
   }
   return { ok: true, value };
 }

@@ -239,8 +239,9 @@ export async function runUnderLease<State, Input, Output>(
           },
           pending.map((command) => command.id),
         );
-        tracing.closeSettledUnits(pending);
       }
+      // A unit (a trip, a node) ends once nothing pending belongs to it, checkpointed or not.
+      tracing.closeSettledUnits(pending);
       await pool.start(performs, state);
       result = stepOf(definition, state, await pool.next());
     }
