@@ -7,6 +7,10 @@ import type { PerformCommand, RetryPolicy } from './runtime/step-function.js';
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
   runId: string;
+  /**
+   * The call's id in the conversation: the model's, unless an earlier call of the same answer had it or it was
+   * empty; then one derived from it that no other call of the run has (`<id>_<index>`, `call-<trip>-<index>`).
+   */
   toolCallId: string;
   /** `${runId}:${toolCallId}`: pass it to the systems the tool calls so a repeat can be recognised. */
   idempotencyKey: string;
