@@ -1,7 +1,8 @@
 import { defineAgent, defineTool, memoryStore, type ModelMessage } from '@cairn/sdk';
-import { createFakeClock, scriptedModel, SimulatedCrash, type ScriptedTurn } from '@cairn/testing';
+import { createFakeClock, scriptedModel, type ScriptedTurn } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { crashAtCheckpointOnce } from './helpers.js';
 
 /** An agent with one `note` tool that records the input it was handed. */
 function noteAgent(script: ScriptedTurn[]) {
@@ -58,15 +59,7 @@ describe('prototype keys the model chooses', () => {
       { text: 'done' },
     ]);
     // Crash once both results are journaled, before the checkpoint that would record them.
-    await expect(
-      make().execute('go', {
-        runId: 'proto-ids',
-        onBoundary: (b) => {
-          if (b.point === 'checkpoint.before' && b.status === 'running' && inputs.length === 2)
-            throw new SimulatedCrash(b);
-        },
-      }),
-    ).rejects.toBeInstanceOf(SimulatedCrash);
+    await crashAtCheckpointOnce(make(), 'proto-ids', () => inputs.length === 2);
     await clock.advance(10_001);
     const result = await make().resume('proto-ids');
     expect(result.output).toBe('done');

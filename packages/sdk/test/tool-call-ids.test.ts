@@ -5,7 +5,10 @@ import {
   defineTool,
   memoryStore,
   type AgentResult,
+  type Clock,
   type DurableDefinition,
+  type DurableStore,
+  type JournalEntry,
   type ModelMessage,
 } from '@cairn/sdk';
 import {
@@ -17,28 +20,36 @@ import {
 } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { crashAtCheckpointOnce } from './helpers.js';
+import { interceptWrites } from './interleave.js';
 
 /** An agent with an `echo` tool that records every call it gets; the script's turns answer it. */
 function echoAgent(script: ScriptedTurn[]) {
   const clock = createFakeClock({ autoAdvance: true });
+  const { agent, ran, model } = echoAgentOn(memoryStore({ clock }), clock, script);
+  return { agent: agent(), ran, model };
+}
+
+/** `echoAgent` on a given store: `agent(store)` defines it on that store (or a wrapper of it). */
+function echoAgentOn(store: DurableStore, clock: Clock, script: ScriptedTurn[]) {
   const ran: Array<{ toolCallId: string; idempotencyKey: string; value: string }> = [];
   const model = scriptedModel(script);
-  const agent = defineAgent({
-    name: 'echo-agent',
-    model,
-    tools: [
-      defineTool({
-        name: 'echo',
-        description: 'Echoes its value.',
-        input: z.object({ value: z.string() }),
-        execute: ({ value }, ctx) => {
-          ran.push({ toolCallId: ctx.toolCallId, idempotencyKey: ctx.idempotencyKey, value });
-          return { echo: value };
-        },
-      }),
-    ],
-    durable: { store: memoryStore({ clock }), clock },
+  const echoTool = defineTool({
+    name: 'echo',
+    description: 'Echoes its value.',
+    input: z.object({ value: z.string() }),
+    execute: ({ value }, ctx) => {
+      ran.push({ toolCallId: ctx.toolCallId, idempotencyKey: ctx.idempotencyKey, value });
+      return { echo: value };
+    },
   });
+  const agent = (on: DurableStore = store) =>
+    defineAgent({
+      name: 'echo-agent',
+      model,
+      tools: [echoTool],
+      durable: { store: on, clock, leaseMs: 10_000 },
+    });
   return { agent, ran, model };
 }
 
@@ -114,6 +125,30 @@ describe('tool call ids the model repeats', () => {
     const messages = model.calls[2]!.messages;
     expect(answersByCall(messages, 1).map((call) => call.id)).toEqual(['x', 'call-0-1']);
     expect(answersByCall(messages, 4).map((call) => call.id)).toEqual(['x']);
+  });
+});
+
+describe('a run whose journal the previous id scheme wrote', () => {
+  it('reports a renamed repeat unknown, not running it again, when its marks are under the shared id', async () => {
+    const clock = createFakeClock({ autoAdvance: true });
+    const store = memoryStore({ clock });
+    const { agent: make, ran } = echoAgentOn(store, clock, [
+      { toolCalls: [echo('a', 'x'), echo('a', 'y')] },
+      { text: 'done' },
+    ]);
+    // As the previous version journaled both calls: under the one effect id the model's repeated id made.
+    const legacy = interceptWrites(store, (kind, args) => {
+      if (kind !== 'append') return;
+      for (const entry of args[1] as JournalEntry[])
+        entry.effectId = entry.effectId.replace(/^trip-0\/tool\/a_1$/, 'trip-0/tool/a');
+    });
+    await crashAtCheckpointOnce(make(legacy), 'legacy', () => ran.length === 2);
+    await clock.advance(10_001);
+    const result = await make(store).resume('legacy');
+    expect(result.output).toBe('done');
+    expect(ran.map((r) => r.value)).toEqual(['x', 'y']);
+    const second = result.messages.find((m) => m.role === 'tool' && m.toolCallId === 'a_1');
+    expect(second).toMatchObject({ outcome: 'unknown' });
   });
 });
 

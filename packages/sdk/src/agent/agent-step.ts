@@ -139,12 +139,15 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
   if (toolCalls.length === 0) return finish(shape, next, response.message.content);
 
   const commands: Command[] = [];
-  for (const call of toolCalls) {
+  for (const [index, call] of toolCalls.entries()) {
     const tool = shape.tools.get(call.name);
     if (tool === undefined || !parseToolArgs(tool, call.args).ok) continue;
+    // The id versions that kept repeated ids journaled this call under, shared with the call it repeated.
+    const former = response.toolCalls[index]!.id || `call-${state.trips}-${index}`;
     commands.push({
       type: 'perform',
       id: toolEffectId(state.trips, call.id),
+      ...(former === call.id ? {} : { formerId: toolEffectId(state.trips, former) }),
       effect: {
         kind: 'tool',
         tool: call.name,
