@@ -58,4 +58,41 @@ describe('errors', () => {
     });
     expect(deserializeError(serializeError('text')).code).toBe('RUN_FAILED');
   });
+
+  it('are stored whatever was thrown, with a cause chain cut where it loops or past eight causes', () => {
+    const loop = new Error('loop');
+    loop.cause = new Error('inner', { cause: loop });
+    expect(serializeError(loop)).toEqual({
+      name: 'Error',
+      code: 'UNKNOWN',
+      message: 'loop',
+      retryable: false,
+      cause: { name: 'Error', code: 'UNKNOWN', message: 'inner', retryable: false },
+    });
+    let long = new Error('0');
+    for (let i = 1; i < 20; i += 1) long = new Error(String(i), { cause: long });
+    let depth = 0;
+    for (let at = serializeError(long).cause; at !== undefined; at = at.cause) depth += 1;
+    expect(depth).toBe(8);
+    expect(serializeError(Object.create(null))).toMatchObject({ code: 'UNKNOWN', message: '{}' });
+    expect(serializeError(Symbol('s')).message).toBe('Symbol(s)');
+  });
+
+  it('come back from stored data that names other fields, or a prototype key as code, unchanged', () => {
+    const lost = deserializeError({
+      name: 'LeaseLostError',
+      code: 'LEASE_LOST',
+      message: 'lost',
+      retryable: false,
+      data: JSON.parse('{"runId":"r","epoch":3,"code":"X","message":"m","__proto__":{"x":1}}'),
+    });
+    expect(lost).toBeInstanceOf(LeaseLostError);
+    expect(lost).toMatchObject({ code: 'LEASE_LOST', message: 'lost', runId: 'r', epoch: 3 });
+    for (const code of ['__proto__', 'constructor', 'toString']) {
+      const back = deserializeError({ name: 'E', code, message: 'm', retryable: false });
+      expect(back).toBeInstanceOf(CairnError);
+      expect(back).toBeInstanceOf(Error);
+      expect(back.code).toBe(code);
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from './json.js';
+import { storableJson, type JsonObject, type JsonValue } from './json.js';
 
 /**
  * Every code a Cairn error can carry. Codes are stable: once released they never change meaning.
@@ -50,10 +50,18 @@ function brand(errorClass: abstract new (...args: never[]) => Error, name: strin
   const symbol = Symbol.for(brandPrefix + name);
   Object.defineProperty(errorClass.prototype, symbol, { value: true });
   Object.defineProperty(errorClass, Symbol.hasInstance, {
-    value: (instance: unknown) =>
-      typeof instance === 'object' &&
-      instance !== null &&
-      (instance as Record<symbol, unknown>)[symbol] === true,
+    // A value whose properties cannot be read (a hostile `Proxy`) is not a Cairn error.
+    value: (instance: unknown) => {
+      try {
+        return (
+          typeof instance === 'object' &&
+          instance !== null &&
+          (instance as Record<symbol, unknown>)[symbol] === true
+        );
+      } catch {
+        return false;
+      }
+    },
   });
 }
 
@@ -224,42 +232,100 @@ export interface SerializedError {
   cause?: SerializedError;
 }
 
-/** Turns any thrown value into its stored form; non-Cairn errors keep their name and message. */
+/** Causes kept when an error is stored: a longer chain, or one that loops back on itself, is cut there. */
+const maxStoredCauses = 8;
+
+/**
+ * Turns any thrown value into its stored form, plain JSON: non-Cairn errors keep their name and message,
+ * anything else is described in the message. It never throws: a value whose properties cannot
+ * be read (a throwing getter, a hostile `Proxy`), an object without a prototype, a cause chain that loops
+ * back on itself, or a Cairn error whose `data` is not JSON (that data is dropped) are all stored.
+ */
 export function serializeError(error: unknown): SerializedError {
-  if (isCairnError(error)) {
-    const serialized: SerializedError = {
-      name: error.name,
-      code: error.code,
-      message: error.message,
-      retryable: error.retryable,
-      data: error.data,
-    };
-    if (error.cause !== undefined) serialized.cause = serializeError(error.cause);
-    return serialized;
+  const seen = new Set<unknown>();
+  const top = serializeOne(error);
+  let serialized = top;
+  let current = error;
+  for (let depth = 0; depth < maxStoredCauses; depth += 1) {
+    seen.add(current);
+    if (!attempt(() => isCairnError(current) || current instanceof Error, false)) break;
+    const cause = read(current, 'cause');
+    if (cause === undefined || seen.has(cause)) break;
+    serialized = serialized.cause = serializeOne(cause);
+    current = cause;
   }
-  if (error instanceof Error) {
-    const serialized: SerializedError = {
-      name: error.name,
-      code: 'UNKNOWN',
-      message: error.message,
-      retryable: false,
-    };
-    if (error.cause !== undefined) serialized.cause = serializeError(error.cause);
-    return serialized;
-  }
-  return { name: 'Error', code: 'UNKNOWN', message: String(error), retryable: false };
+  return top;
 }
 
-const typedErrorPrototypes: Partial<Record<string, object>> = {
-  RUN_NOT_FOUND: RunNotFoundError.prototype,
-  AGENT_DRIFT: AgentDriftError.prototype,
-  PLANNER_DRIFT: PlannerDriftError.prototype,
-  NODE_FAILED: NodeFailedError.prototype,
-  LEASE_LOST: LeaseLostError.prototype,
-  LEASE_HELD: LeaseHeldError.prototype,
-  RUN_SUSPENDED: RunSuspendedError.prototype,
-  OUTPUT_INVALID: OutputValidationError.prototype,
-};
+/** The message of any thrown value, readable whatever it is: what a model or a stored error is told. */
+export function thrownMessage(error: unknown): string {
+  if (!attempt(() => isCairnError(error) || error instanceof Error, false)) return describe(error);
+  const message = read(error, 'message');
+  return message === undefined ? '' : describe(message);
+}
+
+function serializeOne(error: unknown): SerializedError {
+  if (attempt(() => isCairnError(error), false)) {
+    const code = read(error, 'code');
+    const data = attempt(() => storableJson(read(error, 'data')), undefined);
+    return {
+      name: nameOf(error, 'CairnError'),
+      code: typeof code === 'string' ? code : 'UNKNOWN',
+      message: thrownMessage(error),
+      retryable: read(error, 'retryable') === true,
+      data: isJsonObject(data) ? data : {},
+    };
+  }
+  const name = attempt(() => error instanceof Error, false) ? nameOf(error, 'Error') : 'Error';
+  return { name, code: 'UNKNOWN', message: thrownMessage(error), retryable: false };
+}
+
+function nameOf(error: unknown, fallback: string): string {
+  const name = read(error, 'name');
+  return typeof name === 'string' ? name : fallback;
+}
+
+/** A thrown value as text: a string as it is, else its `String`, else its JSON, else its kind. */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return value;
+  const text =
+    attempt(() => String(value), undefined) ??
+    attempt(() => JSON.stringify(value), undefined) ??
+    attempt(() => Object.prototype.toString.call(value), undefined);
+  return text ?? 'a thrown value that cannot be read';
+}
+
+function read(value: unknown, key: string): unknown {
+  return attempt(() => (value as Record<string, unknown>)[key], undefined);
+}
+
+/** `fn()`, or `fallback` when it throws. */
+function attempt<T, F>(fn: () => T, fallback: F): T | F {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The classes that add typed fields, by code, with the fields they restore from `data`. */
+const typedErrors = new Map<string, { prototype: object; fields: readonly string[] }>([
+  ['RUN_NOT_FOUND', { prototype: RunNotFoundError.prototype, fields: ['runId'] }],
+  ['AGENT_DRIFT', { prototype: AgentDriftError.prototype, fields: ['runId', 'stored', 'current'] }],
+  [
+    'PLANNER_DRIFT',
+    { prototype: PlannerDriftError.prototype, fields: ['runId', 'stored', 'current'] },
+  ],
+  ['NODE_FAILED', { prototype: NodeFailedError.prototype, fields: ['nodeId', 'capability'] }],
+  ['LEASE_LOST', { prototype: LeaseLostError.prototype, fields: ['runId', 'epoch'] }],
+  ['LEASE_HELD', { prototype: LeaseHeldError.prototype, fields: ['runId'] }],
+  ['RUN_SUSPENDED', { prototype: RunSuspendedError.prototype, fields: ['runId'] }],
+  ['OUTPUT_INVALID', { prototype: OutputValidationError.prototype, fields: ['issues'] }],
+]);
 
 /**
  * Rebuilds a stored error with the same code, message, data and cause chain. Errors whose class adds typed
@@ -272,10 +338,14 @@ export function deserializeError(serialized: SerializedError): CairnError {
   if (serialized.cause !== undefined) options.cause = deserializeError(serialized.cause);
   const error = new CairnError(code, serialized.message, options);
   error.name = serialized.name;
-  const prototype = typedErrorPrototypes[code];
-  if (prototype !== undefined) {
-    Object.setPrototypeOf(error, prototype);
-    Object.assign(error, serialized.data);
+  const typed = typedErrors.get(code);
+  if (typed !== undefined) {
+    Object.setPrototypeOf(error, typed.prototype);
+    // Only the class's own fields: stored data never overwrites `code`, `message` or the prototype.
+    const data = serialized.data ?? {};
+    for (const field of typed.fields) {
+      if (Object.hasOwn(data, field)) (error as unknown as JsonObject)[field] = data[field]!;
+    }
   }
   return error;
 }

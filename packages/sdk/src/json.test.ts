@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { storableJson, storableView } from './json.js';
+import { canonicalJson, storableJson, storableView } from './json.js';
 
 describe('storableJson', () => {
   it('replaces NUL and lone surrogates, in values and keys, and keeps everything else as it was', () => {
@@ -38,5 +38,19 @@ describe('storableView', () => {
     const view = storableView(value);
     expect(view).toEqual({ messages: [{ content: 'cut \ufffd' }], nul: 'a\ufffdb' });
     expect(value.messages[0]!.content).toBe(`cut ${'😀'.slice(0, 1)}`);
+  });
+});
+
+describe('a __proto__ key, as JSON.parse makes it (an own key)', () => {
+  it('stays a key through storableJson and canonicalJson, and never becomes a prototype', () => {
+    const value = JSON.parse('{"b":"\\u0000","__proto__":{"admin":true}}') as Record<
+      string,
+      unknown
+    >;
+    const stored = storableJson(value);
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype);
+    expect(stored.admin).toBeUndefined();
+    expect(JSON.stringify(stored)).toBe('{"b":"\ufffd","__proto__":{"admin":true}}');
+    expect(canonicalJson(value)).toBe('{"__proto__":{"admin":true},"b":"\\u0000"}');
   });
 });

@@ -59,10 +59,10 @@ function makeStorable(value: unknown): unknown {
   if (typeof value === 'string') return storableString(value);
   if (Array.isArray(value)) return value.map(makeStorable);
   if (value !== null && typeof value === 'object') {
-    const copy: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value))
-      copy[storableString(key)] = makeStorable(child);
-    return copy;
+    // Defined, not assigned: a `__proto__` key (JSON.parse makes it an own key) stays a key.
+    return Object.fromEntries(
+      Object.entries(value).map(([key, child]) => [storableString(key), makeStorable(child)]),
+    );
   }
   return value;
 }
@@ -75,11 +75,11 @@ export function canonicalJson(value: unknown): string {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
-    }
-    return sorted;
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+    );
   }
   return value;
 }

@@ -1,12 +1,16 @@
 import { z } from 'zod';
-import { CairnError } from './errors.js';
-import type { JsonObject, JsonValue } from './json.js';
+import { CairnError, isCairnError, thrownMessage } from './errors.js';
+import { storableJson, type JsonObject, type JsonValue } from './json.js';
 import type { ToolSpec } from './model.js';
 import type { PerformCommand, RetryPolicy } from './runtime/step-function.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
   runId: string;
+  /**
+   * The call's id in the conversation: the model's, unless an earlier call of the same answer had it or it was
+   * empty; then one derived from it that no other call of the run has (`<id>_<index>`, `call-<trip>-<index>`).
+   */
   toolCallId: string;
   /** `${runId}:${toolCallId}`: pass it to the systems the tool calls so a repeat can be recognised. */
   idempotencyKey: string;
@@ -132,18 +136,37 @@ export function parseToolArgs(
 
 /**
  * Runs a tool for one call: validates the arguments again (they may carry transforms), hands it the
- * call's context and idempotency key, and returns its result as JSON (`undefined` becomes `null`).
+ * call's context and idempotency key, and returns its result as JSON (`undefined` becomes `null`; a result
+ * that is not JSON is `TOOL_FAILED`). What the tool throws that is not a Cairn error (an `Error`, a string,
+ * anything) becomes `TOOL_FAILED` with its message, the thrown value kept as the cause; a Cairn error keeps
+ * the code the tool chose.
  */
 export async function executeTool(
   tool: AnyTool,
   args: JsonValue,
   call: { runId: string; toolCallId: string; signal: AbortSignal },
 ): Promise<JsonValue> {
-  const result: unknown = await tool.execute(tool.input.parse(args), {
-    runId: call.runId,
-    toolCallId: call.toolCallId,
-    idempotencyKey: `${call.runId}:${call.toolCallId}`,
-    signal: call.signal,
-  });
-  return (result ?? null) as JsonValue;
+  const parsed = parseToolArgs(tool, args);
+  if (!parsed.ok) throw new CairnError('TOOL_INPUT_INVALID', parsed.message);
+  let result: unknown;
+  try {
+    result = await tool.execute(parsed.args, {
+      runId: call.runId,
+      toolCallId: call.toolCallId,
+      idempotencyKey: `${call.runId}:${call.toolCallId}`,
+      signal: call.signal,
+    });
+  } catch (error) {
+    if (isCairnError(error)) throw error;
+    throw new CairnError('TOOL_FAILED', thrownMessage(error), { cause: error });
+  }
+  try {
+    return storableJson(result ?? null) as JsonValue;
+  } catch (error) {
+    throw new CairnError(
+      'TOOL_FAILED',
+      `Tool "${tool.name}" returned a value that is not JSON: ${thrownMessage(error)}`,
+      { cause: error },
+    );
+  }
 }

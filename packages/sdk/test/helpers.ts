@@ -1,4 +1,6 @@
-import { defineTool, type DurableStore } from '@cairn/sdk';
+import { defineTool, type DurableStore, type ExecuteOptions } from '@cairn/sdk';
+import { SimulatedCrash } from '@cairn/testing';
+import { expect } from 'vitest';
 import { z } from 'zod';
 import { interceptWrites } from './interleave.js';
 
@@ -27,4 +29,24 @@ export function flakyStore(
   return interceptWrites(store, (kind) => {
     if (failing(kind)) throw makeError();
   });
+}
+
+/**
+ * Executes a run and crashes it at its first running checkpoint once `ready()` holds (say, once its tools ran,
+ * before the checkpoint that would record them); the crash is expected.
+ */
+export async function crashAtCheckpointOnce(
+  agent: { execute(input: string, options?: ExecuteOptions): Promise<unknown> },
+  runId: string,
+  ready: () => boolean,
+): Promise<void> {
+  await expect(
+    agent.execute('go', {
+      runId,
+      onBoundary: (b) => {
+        if (b.point === 'checkpoint.before' && b.status === 'running' && ready())
+          throw new SimulatedCrash(b);
+      },
+    }),
+  ).rejects.toBeInstanceOf(SimulatedCrash);
 }

@@ -12,7 +12,6 @@ import {
   modelCallFailed,
   type CheckedModelResponse,
   type ModelMessage,
-  type ToolCall,
 } from '../model.js';
 import type {
   Command,
@@ -26,6 +25,7 @@ import type {
 import type { EffectOutcome } from '../store/contract.js';
 import { parseToolArgs, toolCallPolicy, type AnyTool } from '../tool.js';
 import type { AgentState } from './agent-state.js';
+import { distinctToolCallIds } from './tool-call-ids.js';
 
 /** The parts of an agent definition its step function depends on. */
 export interface AgentShape {
@@ -124,10 +124,8 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
     return fail(state, modelCallFailed(`The model call of trip ${state.trips}`, cause));
   }
   const response = outcome.value as unknown as CheckedModelResponse;
-  const toolCalls = response.toolCalls.map((call, index): ToolCall => ({
-    ...call,
-    id: call.id === '' ? `call-${state.trips}-${index}` : call.id,
-  }));
+  // Effects, idempotency keys and answers are keyed by these ids: one per call, whatever the model gave.
+  const toolCalls = distinctToolCallIds(response.toolCalls, state.trips, state.messages);
   const assistant: ModelMessage =
     toolCalls.length === 0
       ? { role: 'assistant', content: response.message.content }
@@ -141,12 +139,15 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
   if (toolCalls.length === 0) return finish(shape, next, response.message.content);
 
   const commands: Command[] = [];
-  for (const call of toolCalls) {
+  for (const [index, call] of toolCalls.entries()) {
     const tool = shape.tools.get(call.name);
     if (tool === undefined || !parseToolArgs(tool, call.args).ok) continue;
+    // The id versions that kept repeated ids journaled this call under, shared with the call it repeated.
+    const former = response.toolCalls[index]!.id || `call-${state.trips}-${index}`;
     commands.push({
       type: 'perform',
       id: toolEffectId(state.trips, call.id),
+      ...(former === call.id ? {} : { formerId: toolEffectId(state.trips, former) }),
       effect: {
         kind: 'tool',
         tool: call.name,

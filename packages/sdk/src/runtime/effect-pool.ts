@@ -2,7 +2,7 @@ import { context as otelContext, type Context, type Span } from '@opentelemetry/
 import type { Clock } from '../clock.js';
 import { CairnError, isCairnError, serializeError } from '../errors.js';
 import { storableJson } from '../json.js';
-import type { EffectOutcome } from '../store/contract.js';
+import type { EffectOutcome, JournalEntry } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { boundedTry } from './bounded-try.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
@@ -85,7 +85,7 @@ export class EffectPool<State, Input, Output> {
       if (marks.settled !== undefined) {
         const { outcome, at, seq } = marks.settled;
         this.ready.push({ command, outcome, at, seq });
-      } else if (marks.started !== undefined && !command.idempotent) {
+      } else if (!command.idempotent && (marks.started ?? this.formerMark(command)) !== undefined) {
         const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
         this.tracing.reportUnknown(command);
         this.ready.push({ command, outcome: entry.outcome, at: entry.at, seq: entry.seq });
@@ -101,6 +101,13 @@ export class EffectPool<State, Input, Output> {
       this.running.add(command.id);
       void this.settle(command, state);
     }
+  }
+
+  /** Any mark journaled under the effect's former id (see `PerformCommand.formerId`). */
+  private formerMark(command: PerformCommand): JournalEntry | undefined {
+    if (command.formerId === undefined) return undefined;
+    const former = this.writer.marksOf(command.formerId);
+    return former.started ?? former.settled;
   }
 
   /** The next outcomes for the step function, as the definition steps: all at once, or one by one. */

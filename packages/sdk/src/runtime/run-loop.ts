@@ -229,6 +229,17 @@ export async function runUnderLease<State, Input, Output>(
           `The ${definition.kind} "${definition.name}" step returned neither an effect nor an end.`,
         );
       }
+      // The journal, and the outcomes handed back, are keyed by effect id: two pending effects may not share
+      // one. Like a step that throws, the run ends failed: the step would command the same again.
+      const repeated = repeatedId(pending);
+      if (repeated !== undefined) {
+        const error = new CairnError(
+          'INVALID_ARGUMENT',
+          `The ${definition.kind} "${definition.name}" step commanded effect "${repeated}" while one with that id was pending.`,
+        );
+        result = { state, commands: [{ type: 'fail', error: serializeError(error) }] };
+        continue;
+      }
       const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
       if (checkpointed) {
         await writer.checkpoint(
@@ -270,6 +281,15 @@ function stepOf<State, Input, Output>(
   } catch (error) {
     return { state, commands: [{ type: 'fail', error: serializeError(error) }] };
   }
+}
+
+function repeatedId(commands: readonly PerformCommand[]): string | undefined {
+  const ids = new Set<string>();
+  for (const { id } of commands) {
+    if (ids.has(id)) return id;
+    ids.add(id);
+  }
+  return undefined;
 }
 
 /** What a stopping attempt still does, depending on why it stops. */

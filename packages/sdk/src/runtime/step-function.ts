@@ -47,6 +47,12 @@ export interface PerformCommand {
    * abandoned: the child stops on its own. @defaultValue no timeout
    */
   timeoutMs?: number;
+  /**
+   * An id an earlier version may have journaled this effect under, shared with another effect (an agent's tool
+   * call whose id the model repeated). When the effect starts with no marks under `id` and some under this one,
+   * a non-idempotent effect is answered with outcome `unknown` instead of being run: it may have run already.
+   */
+  formerId?: string;
 }
 
 /** A step's instruction to the runtime. */
