@@ -86,26 +86,20 @@ describe('client.start by kind and name', () => {
     expect(again).toEqual({ runId: started.runId, created: false, status: 'completed' });
   });
 
-  it('an input the definition cannot start from is SNAPSHOT_INVALID at the worker, and the run is kept', async () => {
+  it('an input the definition cannot start from ends the run failed with INVALID_ARGUMENT at the worker', async () => {
+    // Issue 16, point 10: it was parked as SNAPSHOT_INVALID, 60 s at a time, forever.
     const store = memoryStore();
     const { agent } = orderAgent(store);
     const client = createClient({ store });
     const { runId } = await client.start({ kind: 'agent', name: 'orders' }, { not: 'a prompt' });
-    const events: string[] = [];
-    const worker = createWorker({
-      store,
-      agents: [agent],
-      shutdownSignals: [],
-      pollMs: 10,
-      onEvent: (event) => {
-        if (event.type === 'skipped') events.push(event.code);
-      },
-    });
+    const worker = createWorker({ store, agents: [agent], shutdownSignals: [], pollMs: 10 });
     await worker.start();
-    while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await expect(client.result(runId, { pollMs: 5, timeoutMs: 10_000 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      data: { input: true },
+    });
     await worker.close();
-    expect(events[0]).toBe('SNAPSHOT_INVALID');
-    expect((await client.get(runId))?.status).toBe('queued');
+    expect((await client.get(runId))?.status).toBe('failed');
   });
 
   it('refuses an input that is not JSON with INVALID_ARGUMENT', async () => {
