@@ -38,7 +38,11 @@ export function storableString(text: string): string {
  */
 export function storableJson<T>(value: T): T {
   const text = JSON.stringify(value);
-  if (text === undefined) return value;
+  if (text === undefined) {
+    if (value === undefined) return value;
+    // A function or a symbol: JSON has nothing for it (inside an object it would vanish without a word).
+    throw new TypeError(`A ${typeof value} is not JSON.`);
+  }
   const parsed = JSON.parse(text) as unknown;
   return (unstorableEscape.test(text) ? makeStorable(parsed) : parsed) as T;
 }

@@ -4,6 +4,7 @@ import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js'
 import { childTests } from './child-tests.js';
 import { corruptionTests } from './corruption-tests.js';
 import { fencingTests } from './fencing-tests.js';
+import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { workerTests } from './worker-tests.js';
@@ -25,5 +26,6 @@ export function describeStoreConformance(
     describe('child runs', () => childTests(ctx));
     describe('workers', () => workerTests(ctx));
     describe('corrupted runs', () => corruptionTests(ctx));
+    describe('hostile input', () => hostileInputTests(ctx));
   });
 }
