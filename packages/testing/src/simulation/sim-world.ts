@@ -116,6 +116,10 @@ export class SimWorld {
         description: `The simulated ${name} tool.`,
         input: z.object({ value: z.string() }),
         idempotent,
+        // The schedule moves the clock by whole lease periods while a tool is held, so the 60 s default would
+        // abandon tools the invariants expect to settle; tool timeouts have tests of their own
+        // (sdk/test/tool-timeout.test.ts) and are not a simulated fault yet.
+        timeoutMs: 2 ** 31 - 1,
         execute: async ({ value }, ctx) => {
           // Counted for the generation the call started in, whenever it happens.
           const key = this.keyOf(ctx.runId, ctx.toolCallId);
