@@ -5,6 +5,7 @@ import { childTests } from './child-tests.js';
 import { corruptionTests } from './corruption-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { leaseTests } from './lease-tests.js';
+import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { workerTests } from './worker-tests.js';
 
@@ -25,5 +26,6 @@ export function describeStoreConformance(
     describe('child runs', () => childTests(ctx));
     describe('workers', () => workerTests(ctx));
     describe('corrupted runs', () => corruptionTests(ctx));
+    describe('conversation replay', () => replayTests(ctx));
   });
 }
