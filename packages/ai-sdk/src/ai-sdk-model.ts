@@ -1,4 +1,8 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3GenerateResult,
+} from '@ai-sdk/provider';
 import {
   CairnError,
   systemClock,
@@ -31,18 +35,39 @@ export interface AiSdkModelOptions {
 }
 
 /**
- * Makes a Cairn `Model` of an AI SDK language model (specification v3, as `@ai-sdk/openai`,
- * `@ai-sdk/anthropic` and the other providers for AI SDK 6 implement it). Its `name` is the model id and its
- * `provider` the provider id, both part of an agent's signature. Provider errors become `MODEL_FAILED`
- * Cairn errors, retryable for rate limits and overload with the provider's retry-after.
+ * An AI SDK language model of specification v4 (AI SDK 7 providers, `@ai-sdk/provider` 4), as far as the
+ * adapter relies on it without depending on `@ai-sdk/provider` 4: the call options the adapter sends (text,
+ * tool calls and JSON tool results) and the result parts it reads are the same in v3 and v4.
  */
-export function aiSdkModel(languageModel: LanguageModelV3, options: AiSdkModelOptions = {}): Model {
+export interface LanguageModelV4Compatible {
+  readonly specificationVersion: 'v4';
+  readonly provider: string;
+  readonly modelId: string;
+  readonly doGenerate: (options: never) => PromiseLike<unknown>;
+}
+
+type DoGenerate = (options: LanguageModelV3CallOptions) => PromiseLike<unknown>;
+
+/** A language model `aiSdkModel` accepts: specification v3 (AI SDK 6) or v4 (AI SDK 7). */
+export type AiSdkLanguageModel = LanguageModelV3 | LanguageModelV4Compatible;
+
+/**
+ * Makes a Cairn `Model` of an AI SDK language model: specification v3 (as `@ai-sdk/openai` 3.x,
+ * `@ai-sdk/anthropic` 3.x and the other providers for AI SDK 6 implement it) or v4 (their 4.x lines, for
+ * AI SDK 7). Its `name` is the model id and its `provider` the provider id, both part of an agent's
+ * signature. Provider errors become `MODEL_FAILED` Cairn errors, retryable for rate limits and overload with
+ * the provider's retry-after.
+ */
+export function aiSdkModel(
+  languageModel: AiSdkLanguageModel,
+  options: AiSdkModelOptions = {},
+): Model {
   const version: unknown = (languageModel as { specificationVersion?: unknown })
     .specificationVersion;
-  if (version !== 'v3') {
+  if (version !== 'v3' && version !== 'v4') {
     throw new CairnError(
       'INVALID_ARGUMENT',
-      `@cairn/ai-sdk needs a language model of specification v3 (AI SDK 6 providers), got ${JSON.stringify(version)}.`,
+      `@cairn/ai-sdk needs a language model of specification v3 (AI SDK 6 providers) or v4 (AI SDK 7 providers), got ${JSON.stringify(version)}.`,
     );
   }
   const clock = options.clock ?? systemClock;
@@ -65,7 +90,10 @@ export function aiSdkModel(languageModel: LanguageModelV3, options: AiSdkModelOp
     }
     let result;
     try {
-      result = await languageModel.doGenerate(call);
+      // A v4 result holds the same text and tool-call parts, usage and finish reason as a v3 one; the part
+      // types v4 adds are not read.
+      const doGenerate = languageModel.doGenerate.bind(languageModel) as DoGenerate;
+      result = (await doGenerate(call)) as LanguageModelV3GenerateResult;
     } catch (error) {
       // A run that is cancelled or lost its lease aborts the call; the runtime knows why, so pass it on.
       if (request.signal.aborted) throw error;

@@ -1,3 +1,8 @@
-/** @cairn/ai-sdk: any AI SDK language model (specification v3) as a Cairn model. */
+/** @cairn/ai-sdk: any AI SDK language model (specification v3 or v4) as a Cairn model. */
 export { aiSdkModel } from './ai-sdk-model.js';
-export type { AiSdkCallSettings, AiSdkModelOptions } from './ai-sdk-model.js';
+export type {
+  AiSdkCallSettings,
+  AiSdkLanguageModel,
+  AiSdkModelOptions,
+  LanguageModelV4Compatible,
+} from './ai-sdk-model.js';

@@ -14,7 +14,14 @@ import { createFakeClock, exploreCrashes, observeAgent, SimulatedCrash } from '@
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { generateResult, mockProvider, tripOf, type Turn } from './mock-provider.js';
+import {
+  generateResult,
+  mockProvider,
+  specs,
+  tripOf,
+  type Spec,
+  type Turn,
+} from './mock-provider.js';
 
 const order = z.object({ orderId: z.string(), charged: z.number() });
 
@@ -38,14 +45,14 @@ const orderTurns: Turn[] = [
   { text: '{"orderId":"o-1","charged":4200}', input: 200, output: 15 },
 ];
 
-function orderWorld() {
+function orderWorld(spec: Spec = 'v3') {
   const sideEffects: Record<string, number> = {};
   const received: Record<string, unknown> = {};
   const record = (id: string, args: unknown) => {
     sideEffects[id] = (sideEffects[id] ?? 0) + 1;
     received[id] = args;
   };
-  const languageModel = mockProvider(orderTurns);
+  const languageModel = mockProvider(orderTurns, 'mock-model', spec);
   const tools = [
     defineTool({
       name: 'lookup',
@@ -91,72 +98,75 @@ const expectedUsage = {
 };
 
 describe('a durable agent on an AI SDK model', () => {
-  it('round-trips tool-call arguments and results, counts usage with cached tokens', async () => {
-    const clock = createFakeClock({ autoAdvance: true });
-    const store = memoryStore({ clock });
-    const world = orderWorld();
-    const agent = world.create(store, clock);
-    expect(agent.signature).toBe(world.create(store, clock).signature);
+  it.each(specs)(
+    'round-trips tool-call arguments and results, counts usage with cached tokens (%s)',
+    async (spec) => {
+      const clock = createFakeClock({ autoAdvance: true });
+      const store = memoryStore({ clock });
+      const world = orderWorld(spec);
+      const agent = world.create(store, clock);
+      expect(agent.signature).toBe(world.create(store, clock).signature);
 
-    const result = await agent.execute('Order A as a gift.', { runId: 'order-1' });
+      const result = await agent.execute('Order A as a gift.', { runId: 'order-1' });
 
-    expect(result.output).toEqual({ orderId: 'o-1', charged: 4200 });
-    expect(result.usage).toEqual(expectedUsage);
-    // The tool got exactly the arguments the provider encoded.
-    expect(world.received).toEqual({
-      'lookup-1': { sku: 'A', options: { gift: true, tags: ['x'] } },
-      'charge-1': { cents: 4200 },
-    });
+      expect(result.output).toEqual({ orderId: 'o-1', charged: 4200 });
+      expect(result.usage).toEqual(expectedUsage);
+      // The tool got exactly the arguments the provider encoded.
+      expect(world.received).toEqual({
+        'lookup-1': { sku: 'A', options: { gift: true, tags: ['x'] } },
+        'charge-1': { cents: 4200 },
+      });
 
-    const calls = world.languageModel.doGenerateCalls;
-    expect(calls).toHaveLength(3);
-    const first = calls[0]!;
-    expect(first.prompt).toEqual([
-      { role: 'system', content: 'You place orders.' },
-      { role: 'user', content: [{ type: 'text', text: 'Order A as a gift.' }] },
-    ]);
-    expect(first.tools?.map((tool) => tool.name)).toEqual(['lookup', 'charge']);
-    expect(first.tools?.[1]).toMatchObject({
-      type: 'function',
-      description: 'Charge the card.',
-      inputSchema: { type: 'object', properties: { cents: { type: 'integer' } } },
-    });
-    expect(first.abortSignal).toBeInstanceOf(AbortSignal);
-    // The second call sees the first call's tool call, with its arguments as an object, and its result.
-    expect(calls[1]!.prompt.slice(2)).toEqual([
-      {
-        role: 'assistant',
-        content: [
-          { type: 'text', text: 'Looking it up.' },
-          {
-            type: 'tool-call',
-            toolCallId: 'lookup-1',
-            toolName: 'lookup',
-            input: { sku: 'A', options: { gift: true, tags: ['x'] } },
-          },
-        ],
-      },
-      {
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: 'lookup-1',
-            toolName: 'lookup',
-            output: { type: 'json', value: { sku: 'A', price: 4200 } },
-          },
-        ],
-      },
-    ]);
+      const calls = world.languageModel.doGenerateCalls;
+      expect(calls).toHaveLength(3);
+      const first = calls[0]!;
+      expect(first.prompt).toEqual([
+        { role: 'system', content: 'You place orders.' },
+        { role: 'user', content: [{ type: 'text', text: 'Order A as a gift.' }] },
+      ]);
+      expect(first.tools?.map((tool) => tool.name)).toEqual(['lookup', 'charge']);
+      expect(first.tools?.[1]).toMatchObject({
+        type: 'function',
+        description: 'Charge the card.',
+        inputSchema: { type: 'object', properties: { cents: { type: 'integer' } } },
+      });
+      expect(first.abortSignal).toBeInstanceOf(AbortSignal);
+      // The second call sees the first call's tool call, with its arguments as an object, and its result.
+      expect(calls[1]!.prompt.slice(2)).toEqual([
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Looking it up.' },
+            {
+              type: 'tool-call',
+              toolCallId: 'lookup-1',
+              toolName: 'lookup',
+              input: { sku: 'A', options: { gift: true, tags: ['x'] } },
+            },
+          ],
+        },
+        {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: 'lookup-1',
+              toolName: 'lookup',
+              output: { type: 'json', value: { sku: 'A', price: 4200 } },
+            },
+          ],
+        },
+      ]);
 
-    // What the run kept went through the store as JSON, and a new process continues from it.
-    const stored = await store.load('order-1');
-    expect(stored?.run.status).toBe('completed');
-    const again = await world.create(store, clock).resume('order-1');
-    expect(again.output).toEqual(result.output);
-    expect(again.messages).toEqual(JSON.parse(JSON.stringify(result.messages)));
-    expect(calls).toHaveLength(3);
-  });
+      // What the run kept went through the store as JSON, and a new process continues from it.
+      const stored = await store.load('order-1');
+      expect(stored?.run.status).toBe('completed');
+      const again = await world.create(store, clock).resume('order-1');
+      expect(again.output).toEqual(result.output);
+      expect(again.messages).toEqual(JSON.parse(JSON.stringify(result.messages)));
+      expect(calls).toHaveLength(3);
+    },
+  );
 
   it('asks for structured output with the JSON Schema of the output schema', async () => {
     const clock = createFakeClock({ autoAdvance: true });
@@ -329,60 +339,63 @@ describe('provider errors', () => {
 });
 
 describe('crashes', () => {
-  it('never requests a settled model call again and counts usage once, at every boundary', async () => {
-    interface Attempted {
-      trips: number[];
-      attemptStarts: number[];
-    }
-    const worlds: Attempted[] = [];
-    const report = await exploreCrashes<string, AgentResult<unknown>>({
-      input: 'Order A as a gift.',
-      setup() {
-        const world = orderWorld();
-        const attempted: Attempted = { trips: [], attemptStarts: [] };
-        worlds.push(attempted);
-        const { doGenerate } = world.languageModel;
-        world.languageModel.doGenerate = (options) => {
-          attempted.trips.push(tripOf(options));
-          return doGenerate(options);
-        };
-        return {
-          create: (store, clock) => {
-            attempted.attemptStarts.push(attempted.trips.length);
-            return world.create(store, clock);
-          },
-          sideEffects: () => world.sideEffects,
-          modelCalls: () => world.languageModel.doGenerateCalls.length,
-        };
-      },
-      observe: observeAgent,
-      idempotent: (key) => key.startsWith('lookup'),
-    });
+  it.each(specs)(
+    'never requests a settled model call again and counts usage once, at every boundary (%s)',
+    async (spec) => {
+      interface Attempted {
+        trips: number[];
+        attemptStarts: number[];
+      }
+      const worlds: Attempted[] = [];
+      const report = await exploreCrashes<string, AgentResult<unknown>>({
+        input: 'Order A as a gift.',
+        setup() {
+          const world = orderWorld(spec);
+          const attempted: Attempted = { trips: [], attemptStarts: [] };
+          worlds.push(attempted);
+          const { doGenerate } = world.languageModel;
+          world.languageModel.doGenerate = (options) => {
+            attempted.trips.push(tripOf(options));
+            return doGenerate(options);
+          };
+          return {
+            create: (store, clock) => {
+              attempted.attemptStarts.push(attempted.trips.length);
+              return world.create(store, clock);
+            },
+            sideEffects: () => world.sideEffects,
+            modelCalls: () => world.languageModel.doGenerateCalls.length,
+          };
+        },
+        observe: observeAgent,
+        idempotent: (key) => key.startsWith('lookup'),
+      });
 
-    expect(report.violations).toEqual([]);
-    expect(report.boundaries).toBeGreaterThanOrEqual(10);
-    expect(report.cases.every((c) => c.violations.length === 0)).toBe(true);
+      expect(report.violations).toEqual([]);
+      expect(report.boundaries).toBeGreaterThanOrEqual(10);
+      expect(report.cases.every((c) => c.violations.length === 0)).toBe(true);
 
-    const [baseline, ...cases] = worlds;
-    expect(baseline!.trips).toEqual([0, 1, 2]);
-    let reRequested = 0;
-    for (const [index, world] of cases.entries()) {
-      const crashedAt = world.attemptStarts[1] ?? world.trips.length;
-      const beforeCrash = world.trips.slice(0, crashedAt);
-      const afterCrash = world.trips.slice(crashedAt);
-      const again = afterCrash.filter((trip) => beforeCrash.includes(trip));
-      // Only the last response before the crash can be unsettled; everything earlier is journaled.
-      const where = `case ${index} at ${report.cases[index]?.boundary.point ?? '?'}`;
-      expect(again.length, where).toBeLessThanOrEqual(1);
-      if (again.length === 1) expect(again[0], where).toBe(beforeCrash.at(-1));
-      expect(new Set(afterCrash).size, where).toBe(afterCrash.length);
-      reRequested += again.length;
-    }
-    expect(report.cases).toHaveLength(cases.length);
-    // Both kinds of case occurred: crashes before a response settled, and crashes after.
-    expect(reRequested).toBeGreaterThan(0);
-    expect(reRequested).toBeLessThan(cases.length);
-  });
+      const [baseline, ...cases] = worlds;
+      expect(baseline!.trips).toEqual([0, 1, 2]);
+      let reRequested = 0;
+      for (const [index, world] of cases.entries()) {
+        const crashedAt = world.attemptStarts[1] ?? world.trips.length;
+        const beforeCrash = world.trips.slice(0, crashedAt);
+        const afterCrash = world.trips.slice(crashedAt);
+        const again = afterCrash.filter((trip) => beforeCrash.includes(trip));
+        // Only the last response before the crash can be unsettled; everything earlier is journaled.
+        const where = `case ${index} at ${report.cases[index]?.boundary.point ?? '?'}`;
+        expect(again.length, where).toBeLessThanOrEqual(1);
+        if (again.length === 1) expect(again[0], where).toBe(beforeCrash.at(-1));
+        expect(new Set(afterCrash).size, where).toBe(afterCrash.length);
+        reRequested += again.length;
+      }
+      expect(report.cases).toHaveLength(cases.length);
+      // Both kinds of case occurred: crashes before a response settled, and crashes after.
+      expect(reRequested).toBeGreaterThan(0);
+      expect(reRequested).toBeLessThan(cases.length);
+    },
+  );
 
   it('resumes on a new process after a checkpoint without asking the model again', async () => {
     const clock = createFakeClock({ autoAdvance: true });

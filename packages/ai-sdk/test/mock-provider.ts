@@ -3,7 +3,13 @@ import type {
   LanguageModelV3Content,
   LanguageModelV3GenerateResult,
 } from '@ai-sdk/provider';
+import type { LanguageModelV4GenerateResult } from '@ai-sdk/provider-v4';
 import { MockLanguageModelV3 } from 'ai/test';
+import { MockLanguageModelV4 } from 'ai-v7/test';
+
+/** The AI SDK language model specifications the adapter accepts: v3 (AI SDK 6) and v4 (AI SDK 7). */
+export const specs = ['v3', 'v4'] as const;
+export type Spec = (typeof specs)[number];
 
 /** One answer of the mock provider. */
 export interface Turn {
@@ -55,7 +61,9 @@ export function generateResult(turn: Turn): LanguageModelV3GenerateResult {
  * The AI SDK's mock model answering by trip, not by call count: a call made again after a crash gets the
  * same answer, as a real model given the same conversation would give an equivalent one.
  */
-export function mockProvider(turns: readonly Turn[], modelId = 'mock-model') {
+export function mockProvider(turns: readonly Turn[], modelId = 'mock-model', spec: Spec = 'v3') {
+  // The v4 mock records calls and is overridden as the v3 one is; typed as v3 so tests use either alike.
+  if (spec === 'v4') return mockProviderV4(turns, modelId) as unknown as MockLanguageModelV3;
   return new MockLanguageModelV3({
     provider: 'mock-provider',
     modelId,
@@ -63,6 +71,21 @@ export function mockProvider(turns: readonly Turn[], modelId = 'mock-model') {
       const turn = turns[tripOf(options)];
       if (turn === undefined) throw new Error(`no scripted turn ${tripOf(options)}`);
       return generateResult(turn);
+    },
+  });
+}
+
+/** `mockProvider` on AI SDK 7's mock: a language model of specification v4. */
+export function mockProviderV4(turns: readonly Turn[], modelId = 'mock-model') {
+  return new MockLanguageModelV4({
+    provider: 'mock-provider',
+    modelId,
+    doGenerate: async (options) => {
+      const trip = options.prompt.filter((message) => message.role === 'assistant').length;
+      const turn = turns[trip];
+      if (turn === undefined) throw new Error(`no scripted turn ${trip}`);
+      // A v3 result of text, tool calls and usage is a v4 result too.
+      return generateResult(turn) as LanguageModelV4GenerateResult;
     },
   });
 }

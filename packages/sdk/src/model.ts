@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CairnError, type SerializedError } from './errors.js';
+import { CairnError, deserializeError, type SerializedError } from './errors.js';
 import type { JsonInput, JsonObject, JsonValue } from './json.js';
 
 /**
@@ -172,10 +172,14 @@ export async function generateChecked(model: Model, request: ModelRequest): Prom
 
 /**
  * The `MODEL_FAILED` error of a model call that did not answer: `call` names it ("The planning model call"),
- * `cause` is its stored error (none when it was in flight at a crash and is not run again).
+ * `cause` is its stored error (none when it was in flight at a crash and is not run again). The provider's
+ * detail (`data.provider`, `data.statusCode`, `data.retryAfterMs`, ...) is kept in `data`, and the stored
+ * error comes back as the `cause`.
  */
 export function modelCallFailed(call: string, cause: SerializedError | undefined): CairnError {
-  return new CairnError('MODEL_FAILED', `${call} failed: ${cause?.message ?? 'no answer'}`, {
-    data: cause === undefined ? {} : { cause: { code: cause.code, message: cause.message } },
+  if (cause === undefined) return new CairnError('MODEL_FAILED', `${call} failed: no answer`);
+  return new CairnError('MODEL_FAILED', `${call} failed: ${cause.message}`, {
+    data: { ...cause.data, cause: { code: cause.code, message: cause.message } },
+    cause: deserializeError(cause),
   });
 }

@@ -18,6 +18,31 @@ afterAll(async () => {
 
 const fresh = () => `s_${randomBytes(6).toString('hex')}`;
 
+/** A new schema brought to `version` by the package's own migration files, as that release left it. */
+async function schemaAt(version: number): Promise<{ schema: string; quoted: string }> {
+  const schema = fresh();
+  const folder = new URL('../sql/', import.meta.url);
+  const quoted = `"${schema}"`;
+  await sql.unsafe(`CREATE SCHEMA ${quoted}`);
+  await sql.unsafe(
+    `CREATE TABLE ${quoted}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  for (const file of readdirSync(folder)
+    .filter((f) => /^\d{6}_/.test(f) && Number(f.slice(0, 6)) <= version)
+    .sort()) {
+    const text = readFileSync(new URL(file, folder), 'utf8')
+      .replaceAll('{{schema}}', quoted)
+      .replaceAll('{{channel}}', `'${schema}_work'`);
+    await sql.unsafe(text).simple();
+    await sql.unsafe(`INSERT INTO ${quoted}.schema_migrations VALUES ($1, $2)`, [
+      Number(file.slice(0, 6)),
+      file.slice(7, -4),
+    ]);
+  }
+  return { schema, quoted };
+}
+
 describe('migrations', () => {
   it('never migrates by itself: a missing schema fails with SCHEMA_MISMATCH that says what to run', async () => {
     const schema = fresh();
@@ -28,8 +53,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 4 });
-    expect(await store.migrate()).toEqual({ from: 4, to: 4 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 5 });
+    expect(await store.migrate()).toEqual({ from: 5, to: 5 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -44,7 +69,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 4 },
+      data: { version: 99, expected: 5 },
     });
     await store.close();
   });
@@ -65,26 +90,7 @@ describe('migrations', () => {
   });
 
   it('upgrades a version 3 schema in place: its journal and long arrays read back the same', async () => {
-    const schema = fresh();
-    const folder = new URL('../sql/', import.meta.url);
-    const quoted = `"${schema}"`;
-    await sql.unsafe(`CREATE SCHEMA ${quoted}`);
-    await sql.unsafe(
-      `CREATE TABLE ${quoted}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    for (const file of readdirSync(folder)
-      .filter((f) => /^00000[123]_/.test(f))
-      .sort()) {
-      const text = readFileSync(new URL(file, folder), 'utf8')
-        .replaceAll('{{schema}}', quoted)
-        .replaceAll('{{channel}}', `'${schema}_work'`);
-      await sql.unsafe(text).simple();
-      await sql.unsafe(`INSERT INTO ${quoted}.schema_migrations VALUES ($1, $2)`, [
-        Number(file.slice(0, 6)),
-        file.slice(7, -4),
-      ]);
-    }
+    const { schema, quoted } = await schemaAt(3);
     // A run as version 3 stored it: a row per element of its conversation, a row per journal entry.
     await sql.unsafe(
       `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, snapshot, snapshot_version,
@@ -104,7 +110,7 @@ describe('migrations', () => {
       ]);
     }
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 3, to: 4 });
+    expect(await store.migrate()).toEqual({ from: 3, to: 5 });
     const loaded = await store.load('old');
     expect(loaded?.run.snapshot).toEqual({
       state: {
@@ -114,6 +120,26 @@ describe('migrations', () => {
     });
     // Seq 2 is covered by the checkpoint; the others are still to be replayed.
     expect(loaded?.journal.map((entry) => entry.effectId)).toEqual(['e3', 'e4']);
+    await store.close();
+  });
+
+  it('upgrades a version 4 schema in place: outputs and errors stored as jsonb read back the same', async () => {
+    const { schema, quoted } = await schemaAt(4);
+    const output = { title_of_the_book: 'Cairns', id: 7 };
+    const error = { name: 'CairnError', code: 'MODEL_FAILED', message: 'm', retryable: false };
+    await sql.unsafe(
+      `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, output, snapshot)
+       VALUES ('done', 'agent', 'n', 's', 'completed', $1::text::jsonb, '{}'),
+              ('failed', 'agent', 'n', 's', 'failed', NULL, '{}')`,
+      [JSON.stringify(output)],
+    );
+    await sql.unsafe(`UPDATE ${quoted}.runs SET error = $1::text::jsonb WHERE run_id = 'failed'`, [
+      JSON.stringify(error),
+    ]);
+    const store = pgStore({ sql, schema });
+    expect(await store.migrate()).toEqual({ from: 4, to: 5 });
+    expect((await store.load('done'))?.run.output).toEqual(output);
+    expect((await store.load('failed'))?.run.error).toEqual(error);
     await store.close();
   });
 

@@ -52,9 +52,9 @@ export async function saveCheckpoints(
     status: checkpoint.status,
     signature: checkpoint.signature,
     snapshot: inline === null ? null : JSON.stringify(inline),
-    output: checkpoint.output ?? null,
+    output: checkpoint.output === undefined ? null : JSON.stringify(checkpoint.output),
     has_output: checkpoint.output !== undefined,
-    error: checkpoint.error ?? null,
+    error: checkpoint.error === undefined ? null : JSON.stringify(checkpoint.error),
     journal_seq: checkpoint.journalSeq,
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
@@ -73,13 +73,13 @@ export async function saveCheckpoints(
     db,
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
-         ${fenceColumns}, status text, signature text, snapshot text, output jsonb,
-         has_output boolean, error jsonb, journal_seq bigint, release boolean, expected_version bigint,
+         ${fenceColumns}, status text, signature text, snapshot text, output text,
+         has_output boolean, error text, journal_seq bigint, release boolean, expected_version bigint,
          trim_items boolean)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
-              output = CASE WHEN o.has_output THEN coalesce(o.output, 'null'::jsonb) END, error = o.error,
+              output = CASE WHEN o.has_output THEN coalesce(o.output, 'null') END, error = o.error,
               checkpoint_seq = o.journal_seq,
               -- What the checkpoint supersedes leaves the row's journal (usually all of it); each line
               -- starts with its seq.

@@ -31,8 +31,8 @@ export async function saveOne(
      ), fenced AS (
        UPDATE ${names.runs} r
           SET status = $4::text, signature = $5::text, snapshot = $6::text,
-              output = CASE WHEN $8::boolean THEN coalesce($7::text::jsonb, 'null'::jsonb) END,
-              error = $9::text::jsonb, checkpoint_seq = $10::bigint,
+              output = CASE WHEN $8::boolean THEN coalesce($7::text, 'null') END,
+              error = $9::text, checkpoint_seq = $10::bigint,
               journal = ${journalAfter('c.journal_seq', '$10::bigint')},
               owner = CASE WHEN $11::boolean THEN NULL ELSE r.owner END,
               lease_until = CASE WHEN $11::boolean THEN NULL ELSE r.lease_until END,

@@ -28,7 +28,7 @@ export async function updateStatus(
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns})
      ), ${lockedRuns(names, true)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
-          SET status = $2::text, error = $3::text::jsonb, updated_at = clock_timestamp()
+          SET status = $2::text, error = $3::text, updated_at = clock_timestamp()
          FROM checked c
         WHERE r.run_id = c.run_id AND ${mayApply}
        RETURNING c.ord

@@ -6,6 +6,7 @@ import { corruptionTests } from './corruption-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
+import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { workerTests } from './worker-tests.js';
 
@@ -27,5 +28,6 @@ export function describeStoreConformance(
     describe('workers', () => workerTests(ctx));
     describe('corrupted runs', () => corruptionTests(ctx));
     describe('hostile input', () => hostileInputTests(ctx));
+    describe('conversation replay', () => replayTests(ctx));
   });
 }
