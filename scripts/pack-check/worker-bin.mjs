@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createTestDatabase } from '@cairn/testing';
 import ts from 'typescript';
 
 /** All that client.ts may import: the client, the store and its driver; nothing that holds a model or a tool. */
@@ -26,6 +25,9 @@ const deadlineMs = 60_000;
  */
 export async function checkWorkerBin({ project, step }) {
   checkClientImports(join(project, 'src', 'client.ts'));
+  // Imported here, not at the top: @cairn/testing's dist exists only once pack-check has built the packages
+  // (a fresh clone has none when this module loads).
+  const { createTestDatabase } = await import('@cairn/testing');
   const database = await createTestDatabase({ prefix: 'cairn_pack_check' });
   const schema = `app_${randomBytes(4).toString('hex')}`;
   const env = { ...process.env, DATABASE_URL: database.url, PACK_CHECK_SCHEMA: schema };
