@@ -178,6 +178,18 @@ export function notAChildError(childRunId: string, parentRunId: string): CairnEr
   );
 }
 
+/**
+ * The error of a run whose stored checkpoint or journal is not what the runtime wrote (changed by hand, a bad
+ * restore, a bug): `SNAPSHOT_INVALID`, for the runtime and for stores that read their rows back.
+ */
+export function snapshotInvalidError(runId: string, why: string): CairnError {
+  return new CairnError(
+    'SNAPSHOT_INVALID',
+    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
+    { data: { runId } },
+  );
+}
+
 /** The run is leased by another live owner, so it cannot be resumed here now. */
 export class LeaseHeldError extends CairnError {
   readonly runId: string;

@@ -19,6 +19,7 @@ export {
   isCairnError,
   notAChildError,
   serializeError,
+  snapshotInvalidError,
 } from './errors.js';
 export type { CairnErrorCode, CairnErrorOptions, SerializedError } from './errors.js';
 export type { JsonInput, JsonObject, JsonValue } from './json.js';

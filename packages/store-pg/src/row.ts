@@ -1,5 +1,5 @@
 import {
-  CairnError,
+  snapshotInvalidError,
   isCairnError,
   type JournalEntry,
   type JsonValue,
@@ -114,9 +114,9 @@ export function decodeJournal(text: unknown, runId: string): JournalEntry[] {
   try {
     entries = JSON.parse(text as string);
   } catch {
-    throw malformed(runId, 'a line of its journal is not JSON');
+    throw snapshotInvalidError(runId, 'a line of its journal is not JSON');
   }
-  if (!Array.isArray(entries)) throw malformed(runId, 'its journal is not a list');
+  if (!Array.isArray(entries)) throw snapshotInvalidError(runId, 'its journal is not a list');
   // The runtime checks each entry; an entry without a number seq sorts last.
   const seqOf = (entry: unknown) => {
     const seq = (entry as { seq?: unknown } | null)?.seq;
@@ -134,7 +134,7 @@ export function storedItemsOf(row: readonly unknown[]): {
     [string, number, JsonValue[]]
   >;
   const arrays = arraysOfChunks(chunks);
-  if (typeof arrays === 'string') throw malformed(row[at.run_id] as string, arrays);
+  if (typeof arrays === 'string') throw snapshotInvalidError(row[at.run_id] as string, arrays);
   return { version: row[at.snapshot_version] as number, arrays };
 }
 
@@ -143,19 +143,11 @@ function mergeSnapshotOf(row: readonly unknown[]): JsonValue | null {
   const { arrays } = storedItemsOf(row);
   if (stored === null) return stored;
   const { inline, problem } = checkItemCounts(stored, arrays);
-  if (problem !== undefined) throw malformed(row[at.run_id] as string, problem);
+  if (problem !== undefined) throw snapshotInvalidError(row[at.run_id] as string, problem);
   if (arrays.size === 0) return inline;
   return mergeSnapshot(
     inline,
     Object.fromEntries([...arrays].map(([path, array]) => [path, array.items])),
-  );
-}
-
-function malformed(runId: string, why: string): CairnError {
-  return new CairnError(
-    'SNAPSHOT_INVALID',
-    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
-    { data: { runId } },
   );
 }
 
@@ -164,7 +156,7 @@ function parseJson(text: unknown, runId: string, what = 'snapshot'): JsonValue |
   try {
     return JSON.parse(text) as JsonValue;
   } catch {
-    throw malformed(runId, `its ${what} is not JSON`);
+    throw snapshotInvalidError(runId, `its ${what} is not JSON`);
   }
 }
 

@@ -1,5 +1,6 @@
 import {
   CairnError,
+  snapshotInvalidError,
   type JournalEntry,
   type JsonValue,
   type RunRecord,
@@ -24,11 +25,7 @@ function parseField(text: string, runId: string | undefined, what: string): unkn
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new CairnError(
-      'SNAPSHOT_INVALID',
-      `The stored snapshot of run "${runId ?? '?'}" is malformed: its ${what} is not JSON.`,
-      { data: { runId: runId ?? null } },
-    );
+    throw snapshotInvalidError(runId ?? '?', `its ${what} is not JSON`);
   }
 }
 

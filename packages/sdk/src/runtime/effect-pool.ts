@@ -1,12 +1,11 @@
 import { context as otelContext, type Context, type Span } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
-import { CairnError, isCairnError, serializeError } from '../errors.js';
+import { CairnError, isCairnError, serializeError, snapshotInvalidError } from '../errors.js';
 import { storableJson } from '../json.js';
 import type { EffectOutcome, JournalEntry } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { boundedTry } from './bounded-try.js';
 import { backoffDelay, type RunWriter } from './run-writer.js';
-import { snapshotInvalid } from './stored-journal.js';
 import type {
   ChildRunResult,
   DurableDefinition,
@@ -75,7 +74,10 @@ export class EffectPool<State, Input, Output> {
       if (settled?.status !== 'ok') continue;
       const problem = this.definition.checkStoredEffect?.(command.effect, { value: settled.value });
       if (problem !== undefined) {
-        throw snapshotInvalid(this.attempt.runId, `journaled effect "${command.id}" ${problem}`);
+        throw snapshotInvalidError(
+          this.attempt.runId,
+          `journaled effect "${command.id}" ${problem}`,
+        );
       }
     }
     const toPerform: PerformCommand[] = [];

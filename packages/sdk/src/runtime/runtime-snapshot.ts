@@ -1,8 +1,8 @@
-import { CairnError } from '../errors.js';
+import { CairnError, snapshotInvalidError } from '../errors.js';
 import { storableJson, type JsonValue } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
 import type { PerformCommand } from './step-function.js';
-import { checkJournal, snapshotInvalid } from './stored-journal.js';
+import { checkJournal } from './stored-journal.js';
 import type { StoredTraceContext } from './tracing.js';
 
 /** The runtime's checkpoint format: the step function's state and the effects it still waits for. */
@@ -21,8 +21,6 @@ export interface RuntimeSnapshot<State = JsonValue> {
   /** The first attempt's run span, so a resumed attempt's span can link to the original trace. */
   trace?: StoredTraceContext;
 }
-
-const invalid = snapshotInvalid;
 
 /**
  * The signature of a run started by name (a client without the definition): no definition has checkpointed it
@@ -49,13 +47,15 @@ export function parseRuntimeSnapshot<State>(
   init?: (input: JsonValue) => unknown,
 ): RuntimeSnapshot<State> {
   if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) {
-    throw invalid(runId, 'it is not an object');
+    throw snapshotInvalidError(runId, 'it is not an object');
   }
-  if (stored.format !== 1) throw invalid(runId, `unknown format ${JSON.stringify(stored.format)}`);
+  if (stored.format !== 1)
+    throw snapshotInvalidError(runId, `unknown format ${JSON.stringify(stored.format)}`);
   const { pending, journalSeq } = stored;
   if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0)
-    throw invalid(runId, 'journalSeq is not a whole number of at least 0');
-  if (pending !== null && !Array.isArray(pending)) throw invalid(runId, 'pending is not a list');
+    throw snapshotInvalidError(runId, 'journalSeq is not a whole number of at least 0');
+  if (pending !== null && !Array.isArray(pending))
+    throw snapshotInvalidError(runId, 'pending is not a list');
   for (const command of pending ?? []) {
     const ok =
       command !== null &&
@@ -68,11 +68,11 @@ export function parseRuntimeSnapshot<State>(
       command.effect !== null &&
       !Array.isArray(command.effect) &&
       typeof command.effect.kind === 'string';
-    if (!ok) throw invalid(runId, 'a pending effect is malformed');
+    if (!ok) throw snapshotInvalidError(runId, 'a pending effect is malformed');
   }
   const pendingIds = new Set((pending ?? []).map((command) => (command as { id: string }).id));
   if (pendingIds.size !== (pending ?? []).length)
-    throw invalid(runId, 'two pending effects share an id');
+    throw snapshotInvalidError(runId, 'two pending effects share an id');
   let state: State;
   const start = stored.start;
   if (stored.state === undefined && init !== undefined && isObject(start) && 'input' in start) {
@@ -96,14 +96,20 @@ export function parseRuntimeSnapshot<State>(
     journalSeq,
   };
   if (stored.carried !== undefined) {
-    if (!Array.isArray(stored.carried)) throw invalid(runId, 'carried is not a list');
+    if (!Array.isArray(stored.carried)) throw snapshotInvalidError(runId, 'carried is not a list');
     // What a checkpoint carries are the marks of its pending effects, made before it was taken.
     const carried = checkJournal(runId, stored.carried, 'carried');
     for (const entry of carried) {
       if (entry.seq > journalSeq)
-        throw invalid(runId, `carried entry ${entry.seq} is after the checkpoint's journalSeq`);
+        throw snapshotInvalidError(
+          runId,
+          `carried entry ${entry.seq} is after the checkpoint's journalSeq`,
+        );
       if (!pendingIds.has(entry.effectId))
-        throw invalid(runId, `carried entry ${entry.seq} is of an effect that is not pending`);
+        throw snapshotInvalidError(
+          runId,
+          `carried entry ${entry.seq} is of an effect that is not pending`,
+        );
     }
     snapshot.carried = carried;
   }

@@ -1,16 +1,7 @@
-import { CairnError } from '../errors.js';
+import { snapshotInvalidError as snapshotInvalid } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
 import type { DurableDefinition, PerformCommand } from './step-function.js';
-
-/** The error of a run whose stored checkpoint or journal is not what the runtime wrote. */
-export function snapshotInvalid(runId: string, why: string): CairnError {
-  return new CairnError(
-    'SNAPSHOT_INVALID',
-    `The stored snapshot of run "${runId}" is malformed: ${why}.`,
-    { data: { runId } },
-  );
-}
 
 type JsonRecord = { [key: string]: JsonValue };
 
