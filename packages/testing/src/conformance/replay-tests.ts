@@ -10,7 +10,7 @@ import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { SimulatedCrash } from '../crash-harness.js';
 import { scriptedModel, type ScriptedTurn } from '../scripted-model.js';
-import { newRun, type ConformanceContext } from './context.js';
+import { longTtlMs, newRun, type ConformanceContext } from './context.js';
 
 // Keys in an order no store may "normalize": not sorted by length or name, a key that looks like an index.
 const args = {
@@ -44,12 +44,12 @@ interface Runnable {
   resume(runId: string): Promise<unknown>;
 }
 
-/** A fresh definition on `store` (a new process) and the requests its model received. */
-type Make = (store: DurableStore) => { run: Runnable; requests: string[] };
+/** A fresh definition on `store` (a new process) with leases of `leaseMs`, and the requests its model received. */
+type Make = (store: DurableStore, leaseMs: number) => { run: Runnable; requests: string[] };
 
 /** An agent of three trips (look up, look up again, answer). */
-function replayAgent(leaseMs: number): Make {
-  return (store) => {
+function replayAgent(): Make {
+  return (store, leaseMs) => {
     const requests: string[] = [];
     const lookup = defineTool({
       name: 'lookup',
@@ -78,8 +78,8 @@ function replayAgent(leaseMs: number): Make {
 }
 
 /** A planner whose second agent node is given the first one's output (an object) as its input. */
-function replayPlanner(leaseMs: number): Make {
-  return (store) => {
+function replayPlanner(): Make {
+  return (store, leaseMs) => {
     const requests: string[] = [];
     const finder = defineAgent({
       name: 'finder',
@@ -117,16 +117,20 @@ function expectEachAPrefixOfTheNext(requests: readonly string[]): void {
   }
 }
 
-/** Runs once uninterrupted, then once per boundary crashing there and resuming on another store client. */
+/**
+ * Runs once uninterrupted, then once per boundary crashing there and resuming on another store client. Only the
+ * attempt that dies holds a short lease (so it runs out at once); the others hold long ones, which a loaded
+ * machine cannot lose midway.
+ */
 async function crashEverywhere(ctx: ConformanceContext, make: Make): Promise<string[]> {
-  const uninterrupted = make(await ctx.store());
+  const uninterrupted = make(await ctx.store(), longTtlMs);
   let boundaries = 0;
   await uninterrupted.run.execute('Find "Cairns".', {
     runId: newRun().runId,
     onBoundary: () => void (boundaries += 1),
   });
   for (let crashAt = 0; crashAt < boundaries; crashAt += 1) {
-    const dying = make(await ctx.store());
+    const dying = make(await ctx.store(), ctx.harness().shortTtlMs);
     const { runId } = newRun();
     let passed = 0;
     const died = await dying.run
@@ -139,7 +143,7 @@ async function crashEverywhere(ctx: ConformanceContext, make: Make): Promise<str
       .catch((error: unknown) => error);
     if (!(died instanceof SimulatedCrash)) continue;
     await ctx.harness().expireLeases();
-    const resumed = make(await ctx.store());
+    const resumed = make(await ctx.store(), longTtlMs);
     await resumed.run.resume(runId);
     for (const request of resumed.requests) {
       expect(uninterrupted.requests, `crash at boundary ${crashAt}`).toContain(request);
@@ -155,7 +159,7 @@ async function crashEverywhere(ctx: ConformanceContext, make: Make): Promise<str
  */
 export function replayTests(ctx: ConformanceContext): void {
   it('replays an agent’s conversation byte for byte after a crash at any boundary', async () => {
-    const requests = await crashEverywhere(ctx, replayAgent(ctx.harness().shortTtlMs));
+    const requests = await crashEverywhere(ctx, replayAgent());
     expect(requests).toHaveLength(3);
     expectEachAPrefixOfTheNext(requests);
     expect(requests[1]).toContain(JSON.stringify(args));
@@ -163,7 +167,7 @@ export function replayTests(ctx: ConformanceContext): void {
   });
 
   it('hands a planner node another node’s output in the same bytes after a crash at any boundary', async () => {
-    const requests = await crashEverywhere(ctx, replayPlanner(ctx.harness().shortTtlMs));
+    const requests = await crashEverywhere(ctx, replayPlanner());
     expect(requests).toHaveLength(2);
     expect(requests[1]).toContain(JSON.stringify(JSON.stringify(found)));
   });
