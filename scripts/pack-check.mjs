@@ -139,7 +139,7 @@ for (const { names } of readmes) {
 const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 installs.set('typescript', `typescript@${rootManifest.devDependencies.typescript}`);
 installs.set('@types/node', `@types/node@${rootManifest.devDependencies['@types/node']}`);
-// What the worker README has a .ts module started with on Node 20.
+// What the worker README has a .ts module started with on Node 22 before 22.18.
 installs.set('tsx', `tsx@${rootManifest.devDependencies.tsx}`);
 
 writeFileSync(

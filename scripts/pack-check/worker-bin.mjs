@@ -1,6 +1,6 @@
 // `cairn-worker` as a new user runs it on Postgres, in the fresh project of ../pack-check.mjs: worker.ts is
 // migrated and then run by the installed bin, both started as the worker README says for a .ts module on
-// Node 20 (NODE_OPTIONS="--import tsx"), while client.ts, a process of its own that imports no model, tool or
+// Node 22 before 22.18 (NODE_OPTIONS="--import tsx"), while client.ts, a process of its own that imports no model, tool or
 // agent, starts a run by kind and name and waits for its output. The worker then exits 0 on SIGTERM.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,7 +13,7 @@ import ts from 'typescript';
 /** All that client.ts may import: the client, the store and its driver; nothing that holds a model or a tool. */
 const clientImports = ['@cairn/worker', '@cairn/store-pg', 'postgres'];
 
-/** How a .ts module is started on Node 20, as `cairn-worker --help` and the worker README say. */
+/** How a .ts module is started on Node 22 before 22.18, as `cairn-worker --help` and the worker README say. */
 const tsLoader = '--import tsx';
 
 /** The whole Postgres round, from migrate to the worker's exit. */

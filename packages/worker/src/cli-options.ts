@@ -36,7 +36,7 @@ and exits 0; a second signal exits at once with 130. Started through npm (npx, n
 does so when its parent exits: npm signals only the shell it runs commands in, and dash (/bin/sh on Debian
 and Ubuntu) does not pass the signal on. Exit codes: 1 if the module or the store fails at start (a schema
 that is not migrated: run cairn-worker migrate first), 2 on a usage error.
-A TypeScript module needs a loader on Node 20: NODE_OPTIONS="--import tsx" cairn-worker ./worker.ts`;
+A TypeScript module needs a loader on Node 22 before 22.18: NODE_OPTIONS="--import tsx" cairn-worker ./worker.ts`;
 
 export type LogFormat = 'json' | 'text' | 'silent';
 
