@@ -7,13 +7,13 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
   type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
+} from '@opentelemetry/sdk-trace';
 import { defineAgent, defineTool, memoryStore } from '@cairn/sdk';
 import { createFakeClock, scriptedModel, SimulatedCrash } from '@cairn/testing';
 import { z } from 'zod';
 
 const exporter = new InMemorySpanExporter();
-const processor = new SimpleSpanProcessor(exporter);
+const processor = new SimpleSpanProcessor({ exporter });
 const sdk = new NodeSDK({ spanProcessors: [processor] });
 sdk.start();
 

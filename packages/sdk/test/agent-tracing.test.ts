@@ -1,10 +1,10 @@
 import { trace } from '@opentelemetry/api';
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
+  TracerProvider,
   type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
+} from '@opentelemetry/sdk-trace';
 import { defineAgent, memoryStore, type AnyTool } from '@cairn/sdk';
 import { createFakeClock, scriptedModel, SimulatedCrash, type ScriptedTurn } from '@cairn/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -24,10 +24,12 @@ const script: ScriptedTurn[] = [
 ];
 
 let exporter: InMemorySpanExporter;
-let provider: BasicTracerProvider;
+let provider: TracerProvider;
 beforeEach(() => {
   exporter = new InMemorySpanExporter();
-  provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  provider = new TracerProvider({
+    spanProcessors: [new SimpleSpanProcessor({ exporter })],
+  });
 });
 afterEach(() => vi.restoreAllMocks());
 

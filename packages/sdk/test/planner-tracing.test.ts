@@ -1,9 +1,9 @@
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
+  TracerProvider,
   type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
+} from '@opentelemetry/sdk-trace';
 import { defineAgent, definePlanner, defineTool, memoryStore } from '@cairn/sdk';
 import { createFakeClock, scriptedModel, SimulatedCrash } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,9 @@ const plan = {
 
 function world() {
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const provider = new TracerProvider({
+    spanProcessors: [new SimpleSpanProcessor({ exporter })],
+  });
   const clock = createFakeClock({ autoAdvance: true });
   const store = memoryStore({ clock });
   const planning = scriptedModel(

@@ -1,8 +1,8 @@
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import {
   CairnError,
   defineAgent,
@@ -27,7 +27,7 @@ afterEach(async () => {
 /** A one-trip agent whose tool waits on `hold` when given. */
 function agentWith(
   durable: DurableOptions,
-  extra: { hold?: ReturnType<typeof gate>; tracerProvider?: BasicTracerProvider } = {},
+  extra: { hold?: ReturnType<typeof gate>; tracerProvider?: TracerProvider } = {},
 ) {
   const step = defineTool({
     name: 'step',
@@ -149,7 +149,7 @@ describe('a definition performed by a worker', () => {
     const definitionSpans = new InMemorySpanExporter();
     const workerSpans = new InMemorySpanExporter();
     const provider = (exporter: InMemorySpanExporter) =>
-      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
     const agent = agentWith({ store }, { tracerProvider: provider(definitionSpans) });
     const client = createClient({ store });
 
@@ -174,8 +174,8 @@ describe('the trace of a run a client started', () => {
   it('has one story: the first attempt is not resumed and stores its origin, a takeover links to it', async () => {
     const store = memoryStore();
     const spans = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({
-      spanProcessors: [new SimpleSpanProcessor(spans)],
+    const tracerProvider = new TracerProvider({
+      spanProcessors: [new SimpleSpanProcessor({ exporter: spans })],
     });
     const hold = gate();
     const agent = agentWith({ store }, { hold });
