@@ -9,21 +9,33 @@ import type {
 } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 
-/** How store writes are retried before a run is suspended. */
+/**
+ * How store writes that fail with a retryable error are tried again before the run is suspended: with
+ * doubling backoff, until `maxElapsedMs` has passed since the write's first try or `maxAttempts` tries were
+ * made, whichever comes first; never past the lease (a write past it would be refused anyway).
+ */
 export interface StoreRetryPolicy {
-  /** Tries in all, the first included. @defaultValue 5 */
+  /** Tries in all, the first included. @defaultValue unlimited: `maxElapsedMs` decides */
   maxAttempts: number;
   /** Wait before the second try; doubles each time. @defaultValue 100 */
   initialDelayMs: number;
-  /** Longest wait between tries. @defaultValue 5000 */
+  /** Longest wait between tries: how long a write may lag behind a store that came back. @defaultValue 1000 */
   maxDelayMs: number;
+  /**
+   * How long after its first try a write is still tried again: long enough to outlast a store failing over (a
+   * Redis Cluster electing a replica: its node timeout plus about a second, 16 s with Redis's defaults; a
+   * managed Postgres failover: 20–60 s). Bounded by the lease: a run whose lease runs out first loses it.
+   * @defaultValue 30000
+   */
+  maxElapsedMs: number;
 }
 
 /** The store retry policy used when none is given. */
 export const defaultStoreRetry: StoreRetryPolicy = {
-  maxAttempts: 5,
+  maxAttempts: Number.POSITIVE_INFINITY,
   initialDelayMs: 100,
-  maxDelayMs: 5_000,
+  maxDelayMs: 1_000,
+  maxElapsedMs: 30_000,
 };
 
 /** What the journal knows of one effect. */
@@ -176,6 +188,7 @@ export class RunWriter {
   }
 
   private async withRetry(write: () => Promise<void>): Promise<void> {
+    const firstTry = this.clock.now();
     for (let try_ = 1; ; try_ += 1) {
       this.attempt.assertMayWrite();
       try {
@@ -187,13 +200,14 @@ export class RunWriter {
           throw error;
         }
         const retryable = !isCairnError(error) || error.retryable;
-        if (!retryable || try_ >= this.retry.maxAttempts) {
+        const delay = backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs);
+        const elapsed = this.clock.now() + delay - firstTry;
+        if (!retryable || try_ >= this.retry.maxAttempts || elapsed > this.retry.maxElapsedMs) {
           throw new RunSuspendedError(this.attempt.runId, error);
         }
-        await this.attempt.sleep(
-          this.clock,
-          backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs),
-        );
+        await this.attempt.sleep(this.clock, delay);
+        // Past the lease no write can land: the attempt stops here, as a lost lease.
+        this.attempt.checkLeaseTime(this.clock.now());
       }
     }
   }

@@ -104,7 +104,7 @@ export class Schedule {
       clock: process.clock,
       owner: process.owner,
       leaseMs: this.leaseMs,
-      storeRetry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 400 },
+      storeRetry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 400, maxElapsedMs: 30_000 },
       deleteOnComplete: false,
       tracer: cairnTracer(undefined),
       handOverSignal: process.handOver.signal,
