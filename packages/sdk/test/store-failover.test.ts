@@ -1,6 +1,7 @@
 import {
   CairnError,
   defineAgent,
+  definePlanner,
   defineTool,
   memoryStore,
   type DurableStore,
@@ -16,7 +17,7 @@ const leaseMs = 30_000;
 /**
  * A store that answers nothing between `from` and `until` (fake time), as a Redis Cluster does while a replica
  * takes over a failed master (its node timeout plus about a second; 18.7 s with Redis's defaults), or a Postgres
- * while its primary restarts: writes and renewals fail with a retryable `STORE_UNAVAILABLE`.
+ * while its primary restarts: writes, renewals and releases fail with a retryable `STORE_UNAVAILABLE`.
  */
 function failingOver(store: DurableStore, clock: FakeClock) {
   const window = { from: Infinity, until: -Infinity };
@@ -34,12 +35,20 @@ function failingOver(store: DurableStore, clock: FakeClock) {
       check('renew');
       return store.renew(lease, ttl);
     },
+    release: async (lease) => {
+      check('release');
+      return store.release(lease);
+    },
   };
   return { store: wrapped, window, refused };
 }
 
 /** An agent whose one tool call takes `toolMs` and starts the store's failover as it begins. */
-function world(options: { outageMs: number; toolMs: number }) {
+function world(options: {
+  outageMs: number;
+  toolMs: number;
+  storeRetry?: { maxElapsedMs: number };
+}) {
   const clock = createFakeClock({ autoAdvance: true });
   const inner = memoryStore({ clock });
   const { store, window, refused } = failingOver(inner, clock);
@@ -64,9 +73,14 @@ function world(options: { outageMs: number; toolMs: number }) {
     name: 'billing',
     model,
     tools: [charge],
-    durable: { store, clock, leaseMs },
+    durable: {
+      store,
+      clock,
+      leaseMs,
+      ...(options.storeRetry && { storeRetry: options.storeRetry }),
+    },
   });
-  return { agent, inner, ran, refused, clock };
+  return { agent, inner, ran, refused, clock, window };
 }
 
 const unknownCalls = (messages: readonly ModelMessage[]) =>
@@ -96,5 +110,86 @@ describe('a store that fails over while a run holds its lease', () => {
     expect(ran).toEqual(['c1']);
     expect(unknownCalls(resumed.messages)).toHaveLength(1);
     expect((await inner.load('long-outage'))?.run.status).toBe('completed');
+  });
+});
+
+describe('a run suspended because its store stayed down past storeRetry', () => {
+  it('hands its lease back once the store answers again before the lease would run out: no recovery is counted', async () => {
+    const { agent, inner, ran, clock, window } = world({
+      outageMs: 12_000,
+      toolMs: 0,
+      storeRetry: { maxElapsedMs: 5_000 },
+    });
+    await expect(agent.execute('charge 12 EUR', { runId: 'suspended' })).rejects.toMatchObject({
+      code: 'RUN_SUSPENDED',
+    });
+    // Given back as soon as the store answered, long before the lease would have run out.
+    expect((await inner.load('suspended'))?.run).toMatchObject({ owner: null, recoveries: 0 });
+    expect(clock.now() - window.from).toBeLessThan(leaseMs);
+
+    const resumed = await agent.resume('suspended');
+    expect(resumed.output).toBe('charged');
+    expect(ran).toEqual(['c1']);
+    expect((await inner.load('suspended'))?.run).toMatchObject({
+      status: 'completed',
+      epoch: 2,
+      recoveries: 0,
+    });
+  });
+});
+
+/** A planner whose one node is a child agent; the child's creation meets an outage the planning call starts. */
+function plannerWorld(outageMs: number, storeRetry?: { maxElapsedMs: number }) {
+  const clock = createFakeClock({ autoAdvance: true });
+  const inner = memoryStore({ clock });
+  const refusedCreates: number[] = [];
+  let outageUntil = -Infinity;
+  const store: DurableStore = {
+    ...inner,
+    create: async (run) => {
+      if (run.parent !== undefined && clock.now() < outageUntil) {
+        refusedCreates.push(clock.now());
+        throw new CairnError('STORE_UNAVAILABLE', 'the cluster is failing over', {
+          retryable: true,
+        });
+      }
+      return inner.create(run);
+    },
+  };
+  const concierge = defineAgent({ name: 'concierge', model: scriptedModel([{ text: 'booked' }]) });
+  const plan = { nodes: [{ id: 'hotel', capability: 'concierge', input: 'book', dependsOn: [] }] };
+  const planning = scriptedModel((_request, turn) => {
+    if (turn === 0) outageUntil = clock.now() + outageMs;
+    return { text: JSON.stringify(plan) };
+  });
+  const planner = definePlanner({
+    name: 'trip',
+    model: planning,
+    capabilities: [{ name: 'concierge', description: 'Books.', executable: concierge }],
+    durable: { store, clock, leaseMs, ...(storeRetry === undefined ? {} : { storeRetry }) },
+  });
+  return { planner, planning, refusedCreates, inner, clock };
+}
+
+describe('a store that fails over while a planner starts a node’s child run', () => {
+  it('is waited through like any write: the node is not failed, the plan not asked for again', async () => {
+    const { planner, planning, refusedCreates } = plannerWorld(5_000);
+    const result = await planner.execute('a trip', { runId: 'trip' });
+    expect(refusedCreates.length).toBeGreaterThan(0);
+    expect(result.nodes.map((node) => [node.id, node.status])).toEqual([['hotel', 'completed']]);
+    expect(result.output).toEqual({ hotel: 'booked' });
+    expect(planning.calls).toHaveLength(1);
+  });
+
+  it('suspends the planner when the outage outlasts storeRetry, and the resumed run still asks once', async () => {
+    const { planner, planning, inner, clock } = plannerWorld(10_000, { maxElapsedMs: 2_000 });
+    await expect(planner.execute('a trip', { runId: 'trip' })).rejects.toMatchObject({
+      code: 'RUN_SUSPENDED',
+    });
+    expect((await inner.load('trip'))?.run.status).toBe('suspended');
+    await clock.advance(10_000); // the store is back
+    const resumed = await planner.resume('trip');
+    expect(resumed.nodes.map((node) => [node.id, node.status])).toEqual([['hotel', 'completed']]);
+    expect(planning.calls).toHaveLength(1);
   });
 });

@@ -99,3 +99,28 @@ export function keepLease(options: LeaseKeeperOptions): LeaseKeeper {
     },
   };
 }
+
+/**
+ * Gives a lease back, waiting for a store that cannot be reached (a failover) for as long as the lease is
+ * still ours: until `deadline` on the local clock. Given back, the run is claimable at once and its next claim
+ * counts no recovery; past the deadline it runs out on its own. Never throws: releasing is a courtesy, the
+ * fence is what keeps the run safe.
+ */
+export async function releaseWhileHeld(
+  store: LeaseStore,
+  lease: Lease,
+  deadline: number,
+  clock: Clock,
+): Promise<void> {
+  for (let retry = 0; ; retry += 1) {
+    try {
+      await store.release(lease);
+      return;
+    } catch (error) {
+      const wait = Math.min(firstRetryMs * 2 ** retry, 1_000);
+      if (!(isCairnError(error) && error.retryable) || clock.now() + wait >= deadline) return;
+      await clock.sleep(wait);
+    }
+  }
+}
+

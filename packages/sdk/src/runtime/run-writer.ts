@@ -60,6 +60,8 @@ export class RunWriter {
   private buffer: JournalEntry[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private seq: number;
+  /** A write that failed for good: the run is being suspended, and no checkpoint may follow it. */
+  private suspension: RunSuspendedError | undefined;
 
   constructor(
     private readonly store: SnapshotStore,
@@ -143,6 +145,9 @@ export class RunWriter {
    */
   checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<void> {
     return this.serialized(async () => {
+      // Marks whose append failed may be results the step has not seen yet: a checkpoint now would move the run
+      // on past them. The attempt stops instead; its last flush tries to write them once more.
+      if (this.suspension !== undefined) throw this.suspension;
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
       await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
@@ -188,27 +193,45 @@ export class RunWriter {
   }
 
   private async withRetry(write: () => Promise<void>): Promise<void> {
-    const firstTry = this.clock.now();
-    for (let try_ = 1; ; try_ += 1) {
-      this.attempt.assertMayWrite();
-      try {
-        await write();
-        return;
-      } catch (error) {
-        if (error instanceof LeaseLostError) {
-          this.attempt.loseLease(error);
-          throw error;
-        }
-        const retryable = !isCairnError(error) || error.retryable;
-        const delay = backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs);
-        const elapsed = this.clock.now() + delay - firstTry;
-        if (!retryable || try_ >= this.retry.maxAttempts || elapsed > this.retry.maxElapsedMs) {
-          throw new RunSuspendedError(this.attempt.runId, error);
-        }
-        await this.attempt.sleep(this.clock, delay);
-        // Past the lease no write can land: the attempt stops here, as a lost lease.
-        this.attempt.checkLeaseTime(this.clock.now());
+    try {
+      await retryStoreCall(write, this.attempt, this.clock, this.retry);
+    } catch (error) {
+      if (error instanceof RunSuspendedError) this.suspension ??= error;
+      throw this.suspension ?? error;
+    }
+  }
+}
+
+/**
+ * Makes one store call of an attempt, trying it again with backoff while the store's error is retryable, under
+ * `policy` and never past the lease. A lost lease stops the attempt; a call that keeps failing throws
+ * `RunSuspendedError`.
+ */
+export async function retryStoreCall<T>(
+  call: () => Promise<T>,
+  attempt: Attempt,
+  clock: Clock,
+  policy: StoreRetryPolicy,
+): Promise<T> {
+  const firstTry = clock.now();
+  for (let try_ = 1; ; try_ += 1) {
+    attempt.assertMayWrite();
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        attempt.loseLease(error);
+        throw error;
       }
+      const retryable = !isCairnError(error) || error.retryable;
+      const delay = backoffDelay(try_, policy.initialDelayMs, policy.maxDelayMs);
+      const elapsed = clock.now() + delay - firstTry;
+      if (!retryable || try_ >= policy.maxAttempts || elapsed > policy.maxElapsedMs) {
+        throw new RunSuspendedError(attempt.runId, error);
+      }
+      await attempt.sleep(clock, delay);
+      // Past the lease no write can land: the attempt stops here, as a lost lease.
+      attempt.checkLeaseTime(clock.now());
     }
   }
 }
