@@ -147,13 +147,18 @@ if (noServer !== undefined) {
       letGo();
       await new Promise((resolve) => setTimeout(resolve, 150));
       const { killedAt, promotedAt, promoted } = await cluster.killMaster(victim.port);
-      await cluster.restart(victim.port);
+      // The killed node comes back, as a replica, while the runs go on.
+      const restarted = cluster.restart(victim.port).then(
+        () => 'rejoined',
+        (error: unknown) => String(error),
+      );
 
       const outputs = await Promise.allSettled(
         runIds.map((runId) => starter.result(runId, { pollMs: 100, timeoutMs: 120_000 })),
       );
       watching = false;
       await watcher;
+      expect.soft(await restarted, 'the killed master restarted').toBe('rejoined');
 
       // What the failover cost: from the SIGKILL to the killed master's runs checkpointing again.
       const resumedAt = victimRuns

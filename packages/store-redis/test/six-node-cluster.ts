@@ -175,10 +175,20 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
       child.once('exit', () => resolve());
       child.kill(signal);
     });
-  const waitUntil = async (what: string, check: () => Promise<boolean>, ms = 30_000) => {
+  /** Each live node's `cluster_state`, for an error that says where the cluster is stuck. */
+  const states = async () => {
+    const lines: string[] = [];
+    for (const node of alive()) {
+      const info = await ask(node.port, 'CLUSTER', 'INFO');
+      lines.push(`${node.port}: ${/cluster_state:\w+/.exec(info ?? '')?.[0] ?? 'no answer'}`);
+    }
+    return lines.join(', ');
+  };
+  const waitUntil = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
     const deadline = Date.now() + ms;
     while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`the cluster did not reach: ${what}`);
+      if (Date.now() > deadline)
+        throw new Error(`the cluster did not reach: ${what} (${await states()})`);
       await sleep(50);
     }
   };
