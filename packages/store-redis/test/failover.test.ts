@@ -46,7 +46,8 @@ async function until(what: string, predicate: () => boolean, ms = 60_000): Promi
   }
 }
 
-const noServer = noRedisServer();
+// CI installs redis-server (.ci/run): there, a missing binary fails the test rather than skipping it.
+const noServer = process.env.CI === 'true' ? undefined : noRedisServer();
 if (noServer !== undefined) {
   skippedBecause(noServer);
 } else {
