@@ -79,7 +79,12 @@ if (noServer !== undefined) {
       letGo();
       watching = false;
       await watcher;
-      await Promise.allSettled(workers.map((worker) => worker.close()));
+      // A worker whose runs cannot reach a broken cluster may take long to hand them over: the servers and
+      // their directories go anyway, before the hook's own timeout.
+      await Promise.race([
+        Promise.allSettled(workers.map((worker) => worker.close())),
+        new Promise((resolve) => setTimeout(resolve, 60_000)),
+      ]);
       await store?.close();
       await cluster?.stop();
     }, 120_000);
