@@ -1,5 +1,4 @@
 import {
-  claimableStatuses,
   LeaseHeldError,
   LeaseLostError,
   RunNotFoundError,
@@ -14,9 +13,10 @@ import {
 import type { Cluster, Redis } from 'ioredis';
 import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
 import { Gate, type LuaScript, type RedisClient } from './client.js';
-import { runScript, scriptKeys, serverNow, type Reply, type StoreContext } from './context.js';
+import { runScript, scriptKeys, type Reply, type StoreContext } from './context.js';
 import { Holdings } from './holdings.js';
-import { indexedIds, moveInIndexes, statusList } from './indexes.js';
+import { claimableIds } from './claimable.js';
+import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
 import { keySpace } from './keys.js';
 import { leaseOperations, nonce } from './leases.js';
 import { appendJournal } from './lua/append.js';
@@ -100,7 +100,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const keys = keySpace(options.prefix ?? 'cairn');
   const timeoutMs = options.timeoutMs ?? 10_000;
   const gate = new Gate(options.client, keys.prefix, timeoutMs);
-  // On a single node the scripts update the status indexes themselves; on Cluster the store does, after.
   const ctx: StoreContext = { gate, keys, cluster: gate.isCluster, holdings: new Holdings() };
   const { cluster, holdings } = ctx;
   const settledTtl =
@@ -112,7 +111,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     lua: LuaScript,
     fence: Fence,
     args: string[],
-    status?: RunStatus,
   ): Promise<void> {
     // A child's write must find its root still at the fence's epoch. A single node checks it in the write's
     // script; on Cluster the root is in another slot and is read just before, and a holder frozen between
@@ -139,9 +137,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       rootHash === undefined ? undefined : [rootHash, rootHash],
     );
     if (reply[0] !== 'ok') throw refusal(fence, reply);
-    if (cluster && status !== undefined && reply[1] !== status) {
-      await moveInIndexes(gate, keys, fence.runId, status, String(reply[2]));
-    }
   }
 
   async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
@@ -169,7 +164,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       }
       batch = [];
     };
-    for await (const id of indexedIds(gate, keys, statuses, pageSize)) {
+    const indexes = statusIndexKeys(keys, statuses);
+    for await (const id of indexedIds(gate, indexes, pageSize, Math.min(pageSize, limit))) {
       batch.push(id);
       if (batch.length >= Math.min(pageSize, limit - found.length)) await flush();
       if (found.length >= limit) break;
@@ -211,8 +207,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const fields = hashFields(reply[1]);
       const [run] = await toRecords(ctx, [fields]);
       if (reply[0] === 'created') {
-        if (cluster)
-          await moveInIndexes(gate, keys, init.runId, run!.status, fields.get('order') ?? '0');
         // A child left by an earlier incarnation of the parent was replaced: its own children go too.
         if (reply[2] !== '') await deleteChildren(ctx, init.runId, String(reply[2]), reply[3]);
       }
@@ -227,20 +221,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     save: (fence, checkpoint) =>
-      fenced(
-        'save a checkpoint',
-        saveCheckpoint,
-        fence,
-        [
-          checkpoint.status,
-          checkpoint.signature,
-          JSON.stringify(checkpoint.snapshot),
-          json(checkpoint.output),
-          json(checkpoint.error),
-          String(checkpoint.journalSeq),
-        ],
+      fenced('save a checkpoint', saveCheckpoint, fence, [
         checkpoint.status,
-      ),
+        checkpoint.signature,
+        JSON.stringify(checkpoint.snapshot),
+        json(checkpoint.output),
+        json(checkpoint.error),
+        String(checkpoint.journalSeq),
+      ]),
 
     append: (fence, entries) =>
       fenced(
@@ -251,13 +239,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ),
 
     updateStatus: (fence, update) =>
-      fenced(
-        'update a status',
-        updateRunStatus,
-        fence,
-        [update.status, json(update.error)],
-        update.status,
-      ),
+      fenced('update a status', updateRunStatus, fence, [update.status, json(update.error)]),
 
     list: (filter: RunFilter = {}) =>
       scan(
@@ -289,7 +271,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const statuses = statusList(status);
       const ids: string[] = [];
       // Collected first: deleting while paging through a sorted set would shift the pages.
-      for await (const id of indexedIds(gate, keys, statuses, pageSize)) ids.push(id);
+      for await (const id of indexedIds(gate, statusIndexKeys(keys, statuses), pageSize))
+        ids.push(id);
       let deleted = 0;
       for (let i = 0; i < ids.length; i += pageSize) {
         // A run whose keys expired (settledTtlMs) left its index entry behind: pruning drops it.
@@ -305,22 +288,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 
     ...leaseOperations(ctx, keys.channel),
 
-    async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {
-      if (definitions.length === 0 || limit <= 0) return [];
-      const now = await serverNow(ctx);
-      const runs = await scan(
-        claimableStatuses,
-        (record) =>
-          record.rootRunId === null &&
-          definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
-          (record.owner === null ||
-            record.leaseUntil === null ||
-            record.leaseUntil <= now ||
-            (reclaimOwner !== undefined && record.owner === reclaimOwner)),
-        limit,
-      );
-      return runs.map((run) => run.runId);
-    },
+    claimable: (options: ClaimableOptions) => claimableIds(ctx, options),
 
     async subscribe(onWork) {
       const client = options.client;
