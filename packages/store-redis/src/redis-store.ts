@@ -18,6 +18,7 @@ import { Holdings } from './holdings.js';
 import { claimableIds } from './claimable.js';
 import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
 import { keySpace } from './keys.js';
+import { holdsLegacyLayout, legacyLayoutError, migrateKeyLayout } from './legacy-layout.js';
 import { leaseOperations, nonce } from './leases.js';
 import { appendJournal } from './lua/append.js';
 import { createRun } from './lua/create.js';
@@ -50,6 +51,12 @@ export interface PruneOptions {
   status?: RunStatus | readonly RunStatus[];
 }
 
+/** What `migrateKeyLayout` moves besides the runs the old indexes name. */
+export interface MigrateKeyLayoutOptions {
+  /** Ids of runs to move even if no old index names them. @defaultValue [] */
+  runIds?: Iterable<string>;
+}
+
 /** A `DurableStore` on Redis, with retention and a `close` for the connections its subscriptions opened. */
 export interface RedisStore extends DurableStore, AsyncDisposable {
   /** The key prefix this store uses. */
@@ -59,6 +66,13 @@ export interface RedisStore extends DurableStore, AsyncDisposable {
    * how many.
    */
   prune(options: PruneOptions): Promise<number>;
+  /**
+   * Moves the runs stored in the key layout before buckets (global `index:<status>` sets) into their buckets,
+   * a page at a time, with `runIds` too (a run that layout's lost index step left in no index). Run it while no
+   * worker runs; it is idempotent and resumable after a crash. Until it has run, the store's calls fail with
+   * `SCHEMA_MISMATCH`. Returns how many runs it moved.
+   */
+  migrateKeyLayout(options?: MigrateKeyLayoutOptions): Promise<number>;
   /** Ends the connections `subscribe` opened. Leaves `client` open. */
   close(): Promise<void>;
 }
@@ -105,6 +119,18 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const settledTtl =
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
   const subscribers = new Set<RedisClient>();
+  const leases = leaseOperations(ctx, keys.channel);
+
+  // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
+  // that layout's indexes once and refuses to go on while they exist.
+  let checkedLayout: Promise<void> | undefined;
+  function layoutCurrent(): Promise<void> {
+    checkedLayout ??= holdsLegacyLayout(ctx).then((legacy) => {
+      if (legacy) throw legacyLayoutError(keys.prefix);
+    });
+    checkedLayout.catch(() => (checkedLayout = undefined));
+    return checkedLayout;
+  }
 
   async function fenced(
     operation: string,
@@ -153,6 +179,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keep: (record: RunRecord) => boolean,
     limit: number,
   ): Promise<RunRecord[]> {
+    await layoutCurrent();
     const found: Map<string, string>[] = [];
     if (limit <= 0 || statuses.length === 0) return [];
     let batch: string[] = [];
@@ -178,6 +205,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     prefix: keys.prefix,
 
     async create(init) {
+      await layoutCurrent();
       const { parent } = init;
       // On Cluster the parent is checked, and learns of its child, in its own slot first.
       const root =
@@ -214,6 +242,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async load(runId) {
+      await layoutCurrent();
       const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
       const [run] = await toRecords(ctx, [hashFields(reply[1])]);
@@ -251,6 +280,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ),
 
     async delete(runId) {
+      await layoutCurrent();
       const outcome = await deleteTree(ctx, runId, { mode: 'delete' });
       if (outcome === 'held') throw new LeaseHeldError(runId);
       return outcome === 'deleted';
@@ -267,6 +297,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async prune({ olderThan, status = terminalStatuses }) {
+      await layoutCurrent();
       const before = String(typeof olderThan === 'number' ? olderThan : olderThan.getTime());
       const statuses = statusList(status);
       const ids: string[] = [];
@@ -286,9 +317,22 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       return deleted;
     },
 
-    ...leaseOperations(ctx, keys.channel),
+    ...leases,
+    async acquire(runId, options) {
+      await layoutCurrent();
+      return leases.acquire(runId, options);
+    },
 
-    claimable: (options: ClaimableOptions) => claimableIds(ctx, options),
+    async claimable(options: ClaimableOptions) {
+      await layoutCurrent();
+      return claimableIds(ctx, options);
+    },
+
+    async migrateKeyLayout({ runIds }: MigrateKeyLayoutOptions = {}) {
+      const moved = await migrateKeyLayout(ctx, pageSize, runIds);
+      checkedLayout = undefined;
+      return moved;
+    },
 
     async subscribe(onWork) {
       const client = options.client;
