@@ -1,6 +1,7 @@
 import { itKeepsInvariants, type SimulationBackend } from '@cairn/testing';
 // The test reaches into the key layout to do what only time would: let a frozen holder's lease run out.
 import { bucketOf, keySpace } from '../src/keys.js';
+import { indexMismatches } from './index-placement.js';
 import { createRedisHarness, skippedBecause, unreachable } from './support.js';
 
 const reason = await unreachable();
@@ -35,6 +36,8 @@ function redisSimulation(): SimulationBackend {
         },
         // A Redis client holds no session a lease depends on: a dead process's leases run out with time.
         disconnect: async () => undefined,
+        // Whatever the schedule crashed, froze or retried, every run is exactly where its hash says.
+        check: () => indexMismatches(harness.admin, keys),
         close: () => harness.close(),
       };
     },

@@ -2,7 +2,7 @@ import { claimableStatuses, terminalStatuses } from '@cairn/sdk';
 import { allStatuses } from '../keys.js';
 
 /** Where the run's bucket's indexes start in a script's KEYS: the status indexes, then the claimable set. */
-export const firstIndexKey = 7;
+const firstIndexKey = 7;
 const claimableKey = firstIndexKey + allStatuses.length;
 
 /**
