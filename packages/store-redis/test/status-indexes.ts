@@ -1,6 +1,8 @@
 import { claimableStatuses, terminalStatuses, type RunStatus } from '@cairn/sdk';
 import type { RedisStore } from '@cairn/store-redis';
 import type { Cluster } from 'ioredis';
+// The one helper here that reaches into the key layout: where index entries are is what it checks.
+import { bucketCount, keySpace } from '../src/keys.js';
 
 /** Every status a run can be in, each with an index. */
 export const everyStatus: readonly RunStatus[] = [...claimableStatuses, ...terminalStatuses];
@@ -18,17 +20,23 @@ export async function listedByStatus(store: RedisStore): Promise<Map<RunStatus, 
 }
 
 /**
- * The members of each status's index as Redis holds them, read past the store (which filters its indexes by each
- * run's own hash, so `list` never shows a stale entry). The one place that knows the index key layout: today one
- * sorted set per status, `<prefix>:index:<status>`. When the layout changes (per-bucket indexes), adapt this.
+ * The members of each status's index as Redis holds them, over every bucket, read past the store (which filters
+ * its indexes by each run's own hash, so `list` never shows a stale entry). A run indexed twice, in two buckets or
+ * two statuses, appears twice.
  */
 export async function indexEntriesByStatus(
   client: Cluster,
   prefix: string,
 ): Promise<Map<RunStatus, string[]>> {
+  const keys = keySpace(prefix);
   const entries = new Map<RunStatus, string[]>();
   for (const status of everyStatus) {
-    entries.set(status, await client.zrange(`${prefix}:index:${status}`, '0', '-1'));
+    const pages = await Promise.all(
+      Array.from({ length: bucketCount }, (_, bucket) =>
+        client.zrange(keys.index(bucket, status), '0', '-1'),
+      ),
+    );
+    entries.set(status, pages.flat());
   }
   return entries;
 }
