@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { childRunId } from '@cairn/sdk';
 import { pgStore } from '@cairn/store-pg';
 import { createTestDatabase } from '@cairn/testing';
 import { createClient } from '@cairn/worker';
@@ -158,7 +159,7 @@ for (const row of effects) {
 }
 
 const unknown: string[] = [];
-for (const runId of [agentRun.runId, `${plannerRun.runId}/hotel`]) {
+for (const runId of [agentRun.runId, childRunId(plannerRun.runId, 'hotel')]) {
   const snapshot = (await store.load(runId))?.run.snapshot as
     | { state: { messages: Array<{ role: string; toolCallId?: string; outcome?: string }> } }
     | undefined;

@@ -15,6 +15,7 @@ import { massTakeoverRow } from './rows/mass-takeover.js';
 import { memoryRow } from './rows/memory.js';
 import { perStepRow } from './rows/per-step.js';
 import { plannerRow } from './rows/planner.js';
+import { redisClaimPollRow } from './rows/redis-claim-poll.js';
 import { takeoverRow } from './rows/takeover.js';
 import { throughputRow } from './rows/throughput.js';
 
@@ -35,6 +36,7 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'growth', title: '9. Growth', build: growthRow },
   { key: 'memory', title: '10. Memory', build: memoryRow },
   { key: 'planner', title: '11. Planner', build: plannerRow },
+  { key: 'redis_claim_poll', title: '12. Redis claim poll', build: redisClaimPollRow },
 ];
 
 /** Options of `runBench`. */

@@ -32,6 +32,8 @@ export interface BenchConfig {
   memory: { runs: number };
   /** Sizes of the plans whose per-node cost is compared (the largest against the smallest). */
   planner: { sizes: number[] };
+  /** Runs held in flight on Redis while an idle worker's claim polls are counted. */
+  claimPoll: { runs: number; polls: number };
 }
 
 export const fullConfig: BenchConfig = {
@@ -59,6 +61,7 @@ export const fullConfig: BenchConfig = {
   growth: { trips: 200, toolResultBytes: 200 },
   memory: { runs: 1_000 },
   planner: { sizes: [100, 1_000, 10_000] },
+  claimPoll: { runs: 10_000, polls: 5 },
 };
 
 export const quickConfig: BenchConfig = {
@@ -85,4 +88,5 @@ export const quickConfig: BenchConfig = {
   growth: { trips: 20, toolResultBytes: 200 },
   memory: { runs: 50 },
   planner: { sizes: [100, 1_000] },
+  claimPoll: { runs: 500, polls: 2 },
 };

@@ -103,4 +103,10 @@ export type {
   PlannerState,
   PlanningMessage,
 } from './planner/planner-state.js';
-export { checkRunId, maxRunIdLength } from './run-id.js';
+export {
+  checkNewRunId,
+  checkRunId,
+  childRunId,
+  maxRunIdLength,
+  reservedRunIdPrefix,
+} from './run-id.js';

@@ -3,6 +3,20 @@ import { CairnError } from './errors.js';
 /** The most UTF-16 code units a run id a caller chooses may have; child run ids extend it by a node id. */
 export const maxRunIdLength = 256;
 
+/**
+ * Run ids that begin with it are Cairn's own: the ids of child runs. A caller cannot start a run under one,
+ * so no run a caller creates can stand where a planner's node will put its child.
+ */
+export const reservedRunIdPrefix = 'cairn:';
+
+/**
+ * The id of the child run a planner's node `nodeId` starts under run `parentRunId`. One to one: node ids hold
+ * no `/`, so the last `/` splits it back; and no caller-chosen id has the reserved prefix.
+ */
+export function childRunId(parentRunId: string, nodeId: string): string {
+  return `${reservedRunIdPrefix}${parentRunId}/${nodeId}`;
+}
+
 // A surrogate without its other half: text no store can keep as it is (Redis turns it into U+FFFD).
 const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -30,4 +44,19 @@ export function checkRunId(runId: unknown): string {
   throw new CairnError('INVALID_ARGUMENT', `The run id ${shown} is refused: ${why}.`, {
     data: { reason: why },
   });
+}
+
+/**
+ * `checkRunId` for an id a caller names a new run with (`execute`, `client.start`): it also refuses the
+ * prefix reserved for child runs. Reading a child run by its id (`client.get`) stays allowed.
+ */
+export function checkNewRunId(runId: unknown): string {
+  const checked = checkRunId(runId);
+  if (!checked.startsWith(reservedRunIdPrefix)) return checked;
+  throw new CairnError(
+    'INVALID_ARGUMENT',
+    `The run id ${JSON.stringify(checked.slice(0, 80))} is refused: ids beginning with ` +
+      `"${reservedRunIdPrefix}" are reserved for the child runs Cairn starts.`,
+    { data: { reason: 'reserved prefix', prefix: reservedRunIdPrefix } },
+  );
 }

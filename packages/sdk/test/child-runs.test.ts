@@ -1,5 +1,15 @@
-import { defineAgent, definePlanner, defineTool, memoryStore, type ModelRequest } from '@cairn/sdk';
-import { createFakeClock, scriptedModel, type ScriptedTurn } from '@cairn/testing';
+import {
+  childRunId,
+  defineAgent,
+  definePlanner,
+  defineTool,
+  initialRunSnapshot,
+  memoryStore,
+  type Boundary,
+  type JsonValue,
+  type ModelRequest,
+} from '@cairn/sdk';
+import { createFakeClock, scriptedModel, SimulatedCrash, type ScriptedTurn } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { gate, ticks } from './interleave.js';
@@ -65,7 +75,7 @@ describe('a child run under a live parent', () => {
       await clock.advance(5_000);
       await ticks();
     }
-    expect(await store.acquire('P/hotel', { owner: 'intruder', ttlMs: 10_000 })).toBeUndefined();
+    expect(await store.acquire(childRunId('P', 'hotel'), { owner: 'intruder', ttlMs: 10_000 })).toBeUndefined();
     expect(
       await store.claimable({ limit: 10, definitions: [{ kind: 'agent', name: 'concierge' }] }),
     ).toEqual([]);
@@ -91,17 +101,84 @@ describe('a child run, from outside its parent', () => {
   it('is refused to execute and resume with INVALID_ARGUMENT: its output and state stay its parent’s', async () => {
     const { store, planner, outsider, booked } = trip();
     await planner().execute('book Lisbon', { runId: 'victim' });
-    const child = (await store.load('victim/hotel'))?.run;
+    const childId = childRunId('victim', 'hotel');
+    const child = (await store.load(childId))?.run;
     expect(child).toMatchObject({ status: 'completed', rootRunId: 'victim' });
-    for (const call of [
-      () => outsider().execute('book Paris', { runId: 'victim/hotel' }),
-      () => outsider().resume('victim/hotel'),
-    ]) {
-      await expect(call()).rejects.toMatchObject({
-        code: 'INVALID_ARGUMENT',
-        message: expect.stringMatching(/child run of "victim"/),
-      });
-    }
+    await expect(outsider().execute('book Paris', { runId: childId })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/reserved for the child runs/),
+    });
+    await expect(outsider().resume(childId)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/child run of "victim"/),
+    });
     expect(booked).toEqual(['Lisbon']);
+    expect((await store.load(childId))?.run).toEqual(child);
+  });
+
+  it('cannot be created ahead of its parent: the reserved id is refused before any store sees it', async () => {
+    const { store, planner, outsider, booked } = trip();
+    await expect(
+      outsider().execute('book Paris', { runId: childRunId('victim', 'hotel') }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.list()).toEqual([]);
+    const result = await planner().execute('book Lisbon', { runId: 'victim' });
+    expect(result.output).toEqual({ hotel: 'Lisbon hotel booked' });
+    expect(booked).toEqual(['Lisbon']);
+  });
+});
+
+describe('a run a caller created first, under the id a planner node would once give its child', () => {
+  it('stays the caller’s: the planner’s node runs its own child, and neither run touches the other', async () => {
+    const { store, planner, outsider, booked } = trip();
+    const squatter = await outsider().execute('book Paris', { runId: 'victim/hotel' });
+    expect(squatter.output).toBe('Paris hotel booked');
+
+    const result = await planner().execute('book Lisbon', { runId: 'victim' });
+    expect(result.output).toEqual({ hotel: 'Lisbon hotel booked' });
+    expect(result.nodes.map((n) => [n.id, n.status])).toEqual([['hotel', 'completed']]);
+    expect(booked).toEqual(['Paris', 'Lisbon']);
+    expect((await store.load('victim/hotel'))?.run).toMatchObject({
+      status: 'completed',
+      output: 'Paris hotel booked',
+      rootRunId: null,
+      parent: null,
+    });
+  });
+});
+
+describe('a planner run an earlier version started, with its child in flight at a crash', () => {
+  it('continues the child under the id that version gave it: the settled booking is not made again', async () => {
+    const { clock, store, planner, booked } = trip();
+    const definition = planner().definition;
+    // The state an earlier version wrote: no `childRunIds`, so its children live at `${runId}/${nodeId}`.
+    const snapshot = initialRunSnapshot(definition, 'book Lisbon', 'old') as {
+      state: Record<string, JsonValue>;
+    };
+    delete snapshot.state.childRunIds;
+    await store.create({
+      runId: 'old',
+      kind: 'planner',
+      name: 'trip',
+      signature: definition.signature,
+      status: 'queued',
+      snapshot: snapshot as unknown as JsonValue,
+    });
+    // The child's booking settles and is journaled; the process dies before the child's next model call.
+    const crash = (b: Boundary) => {
+      if (b.runId === 'old/hotel' && b.point === 'checkpoint.after' && booked.length > 0)
+        throw new SimulatedCrash(b);
+    };
+    await expect(planner().resume('old', { onBoundary: crash })).rejects.toBeInstanceOf(
+      SimulatedCrash,
+    );
+    expect(booked).toEqual(['Lisbon']);
+
+    await clock.advance(10_000); // the crashed process's lease runs out
+    const result = await planner().resume('old');
+    expect(result.output).toEqual({ hotel: 'Lisbon hotel booked' });
+    expect(booked).toEqual(['Lisbon']);
+    expect(result.nodes[0]?.child?.runId).toBe('old/hotel');
+    expect(await store.load(childRunId('old', 'hotel'))).toBeUndefined();
   });
 });

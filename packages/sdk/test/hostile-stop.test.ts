@@ -1,6 +1,7 @@
 import {
   cairnTracer,
   defaultStoreRetry,
+  childRunId,
   defineAgent,
   definePlanner,
   LeaseLostError,
@@ -151,6 +152,6 @@ describe('a run stopping while a tool ignores its signal', () => {
     expect(await standing(run)).toMatchObject({ error: { code: 'RUN_CANCELLED' } });
     // The node is not abandoned while its child run stops (it runs under the planner's lease): the child
     // ends cancelled before its parent ends and gives the lease up.
-    expect(writes).toEqual(['b/n cancelled', 'b cancelled', 'b released']);
+    expect(writes).toEqual([`${childRunId('b', 'n')} cancelled`, 'b cancelled', 'b released']);
   });
 });

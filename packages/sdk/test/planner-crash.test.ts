@@ -1,4 +1,5 @@
 import {
+  childRunId,
   defineAgent,
   definePlanner,
   defineTool,
@@ -220,7 +221,7 @@ describe('crash at every boundary of a planner', () => {
     const trace = report.cases.map((c) => c.boundary);
     const planner = 'crash-harness-run';
     // The child's boundaries are crashed at too.
-    expect(trace.some((b) => b.runId === `${planner}/hotel`)).toBe(true);
+    expect(trace.some((b) => b.runId === childRunId(planner, 'hotel'))).toBe(true);
 
     // The only planning call that can be repeated is one that answered but whose answer was not yet
     // checkpointed (the planning effect is idempotent, so its outcome is journaled with the next checkpoint).

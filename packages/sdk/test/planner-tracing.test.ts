@@ -4,7 +4,7 @@ import {
   TracerProvider,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace';
-import { defineAgent, definePlanner, defineTool, memoryStore } from '@cairn/sdk';
+import { childRunId, defineAgent, definePlanner, defineTool, memoryStore } from '@cairn/sdk';
 import { createFakeClock, scriptedModel, SimulatedCrash } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -108,7 +108,7 @@ describe('tracing a planner run', () => {
     expect(parentOf(invoke)).toBe(idOf(hotel));
     expect(parentOf(child)).toBe(idOf(invoke));
     expect(child?.attributes).toMatchObject({
-      'cairn.run.id': 'p1/hotel',
+      'cairn.run.id': childRunId('p1', 'hotel'),
       'cairn.agent.name': 'concierge',
     });
     const trips = named('cairn.trip');
@@ -124,7 +124,7 @@ describe('tracing a planner run', () => {
         runId: 'p2',
         onBoundary: (b) => {
           if (
-            b.runId === 'p2/hotel' &&
+            b.runId === childRunId('p2', 'hotel') &&
             b.point === 'effect.before' &&
             b.effectId === 'trip-1/model'
           )

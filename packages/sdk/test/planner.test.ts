@@ -1,4 +1,5 @@
 import {
+  childRunId,
   CairnError,
   defineAgent,
   definePlanner,
@@ -167,7 +168,7 @@ describe('a planner run', () => {
     expect(result.output).toEqual({ b: { echo: 'A' }, c: { echo: 'C' } });
   });
 
-  it('runs an agent node as a child run under `${runId}/${nodeId}` and adds its usage once', async () => {
+  it('runs an agent node as a child run under `childRunId(runId, nodeId)` and adds its usage once', async () => {
     const { store, capabilities, clock } = world([]);
     const agentModel = scriptedModel([
       { text: 'agent answer to: ' + 'x', usage: { inputTokens: 5, outputTokens: 5 } },
@@ -199,14 +200,14 @@ describe('a planner run', () => {
     ]);
     expect(result.output).toEqual({ shout: { echo: 'agent answer to: x' } });
     expect(result.nodes[0]?.child).toEqual({
-      runId: 'pa/draft',
+      runId: childRunId('pa', 'draft'),
       kind: 'agent',
       trips: 1,
       usage: { inputTokens: 5, outputTokens: 5, totalTokens: 10 },
       unknownToolCalls: [],
     });
     expect(result.usage).toEqual({ inputTokens: 35, outputTokens: 15, totalTokens: 50 });
-    expect((await store.load('pa/draft'))?.run).toMatchObject({
+    expect((await store.load(childRunId('pa', 'draft')))?.run).toMatchObject({
       kind: 'agent',
       status: 'completed',
     });

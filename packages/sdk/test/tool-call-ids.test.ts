@@ -115,7 +115,7 @@ describe('tool call ids the model repeats', () => {
     expect(ran).toHaveLength(6);
   });
 
-  it('keeps the ids of a model that repeats none, and names an empty id call-<trip>-<index>', async () => {
+  it('keeps ids the run has not seen, names an empty id call-<trip>-<index>, renames one an earlier trip had', async () => {
     const { agent, model } = echoAgent([
       { toolCalls: [echo('x', '1'), echo('', '2')] },
       { toolCalls: [echo('x', '3')] },
@@ -124,30 +124,81 @@ describe('tool call ids the model repeats', () => {
     await agent.execute('go');
     const messages = model.calls[2]!.messages;
     expect(answersByCall(messages, 1).map((call) => call.id)).toEqual(['x', 'call-0-1']);
-    expect(answersByCall(messages, 4).map((call) => call.id)).toEqual(['x']);
+    expect(answersByCall(messages, 4).map((call) => call.id)).toEqual(['x_0']);
   });
 });
 
-describe('a run whose journal the previous id scheme wrote', () => {
-  it('reports a renamed repeat unknown, not running it again, when its marks are under the shared id', async () => {
-    const clock = createFakeClock({ autoAdvance: true });
-    const store = memoryStore({ clock });
-    const { agent: make, ran } = echoAgentOn(store, clock, [
-      { toolCalls: [echo('a', 'x'), echo('a', 'y')] },
+describe('a tool call id the model gives again in a later trip', () => {
+  it('gets an id, and so an idempotency key, of its own: the later call is not taken for the earlier one', async () => {
+    // Some OpenAI-compatible servers number calls per answer: `call_0` in every trip. An API deduplicating by
+    // `ctx.idempotencyKey` would otherwise drop the second refund as a repeat of the first.
+    const { agent, ran, model } = echoAgent([
+      { toolCalls: [echo('call_0', 'first refund')] },
+      { toolCalls: [echo('call_0', 'second refund')] },
       { text: 'done' },
     ]);
-    // As the previous version journaled both calls: under the one effect id the model's repeated id made.
-    const legacy = interceptWrites(store, (kind, args) => {
-      if (kind !== 'append') return;
-      for (const entry of args[1] as JournalEntry[])
-        entry.effectId = entry.effectId.replace(/^trip-0\/tool\/a_1$/, 'trip-0/tool/a');
-    });
-    await crashAtCheckpointOnce(make(legacy), 'legacy', () => ran.length === 2);
-    await clock.advance(10_001);
-    const result = await make(store).resume('legacy');
+    const result = await agent.execute('go', { runId: 'numbered' });
+    expect(result.output).toBe('done');
+    expect(ran.map((call) => call.value)).toEqual(['first refund', 'second refund']);
+    expect(new Set(ran.map((call) => call.idempotencyKey)).size).toBe(2);
+    expect(new Set(ran.map((call) => call.toolCallId)).size).toBe(2);
+    expect(ran[0]).toMatchObject({ toolCallId: 'call_0', idempotencyKey: 'numbered:call_0' });
+    // The model sees each answer under the id of the call it answers.
+    const last = model.calls.at(-1)?.messages ?? [];
+    const assistants = last.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
+    for (const index of assistants) {
+      for (const call of answersByCall(last, index)) expect(call.answers).toHaveLength(1);
+    }
+  });
+});
+
+/**
+ * Runs `script` until both calls ran and crashes before the checkpoint, with the journal written as the previous
+ * id scheme did (effect id `renamed` written as `shared`), then resumes it with the current scheme.
+ */
+async function resumeLegacyJournal(script: ScriptedTurn[], renamed: string, shared: string) {
+  const clock = createFakeClock({ autoAdvance: true });
+  const store = memoryStore({ clock });
+  const { agent: make, ran } = echoAgentOn(store, clock, script);
+  const legacy = interceptWrites(store, (kind, args) => {
+    if (kind !== 'append') return;
+    for (const entry of args[1] as JournalEntry[])
+      if (entry.effectId === renamed) entry.effectId = shared;
+  });
+  await crashAtCheckpointOnce(make(legacy), 'legacy', () => ran.length === 2);
+  await clock.advance(10_001);
+  const result = await make(store).resume('legacy');
+  return { result, ran };
+}
+
+describe('a run whose journal the previous id scheme wrote', () => {
+  it('reports a renamed repeat unknown, not running it again, when its marks are under the shared id', async () => {
+    // The previous version journaled both calls under the one effect id the model's repeated id made.
+    const { result, ran } = await resumeLegacyJournal(
+      [{ toolCalls: [echo('a', 'x'), echo('a', 'y')] }, { text: 'done' }],
+      'trip-0/tool/a_1',
+      'trip-0/tool/a',
+    );
     expect(result.output).toBe('done');
     expect(ran.map((r) => r.value)).toEqual(['x', 'y']);
     const second = result.messages.find((m) => m.role === 'tool' && m.toolCallId === 'a_1');
+    expect(second).toMatchObject({ outcome: 'unknown' });
+  });
+
+  it('reports a call renamed for an earlier trip’s id unknown when it was journaled under the model’s id', async () => {
+    // The previous version journaled the second trip's call under the id the model gave it.
+    const { result, ran } = await resumeLegacyJournal(
+      [
+        { toolCalls: [echo('call_0', 'x')] },
+        { toolCalls: [echo('call_0', 'y')] },
+        { text: 'done' },
+      ],
+      'trip-1/tool/call_0_0',
+      'trip-1/tool/call_0',
+    );
+    expect(result.output).toBe('done');
+    expect(ran.map((r) => r.value)).toEqual(['x', 'y']);
+    const second = result.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_0_0');
     expect(second).toMatchObject({ outcome: 'unknown' });
   });
 });

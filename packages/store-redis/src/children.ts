@@ -6,7 +6,6 @@ import {
   type RunStatus,
 } from '@cairn/sdk';
 import { readFields, runScript, serverNow, type StoreContext } from './context.js';
-import { moveInIndexes } from './indexes.js';
 import { deleteRun } from './lua/delete.js';
 import { linkChild } from './lua/link-child.js';
 import { rootOf, toRecord } from './record.js';
@@ -143,8 +142,6 @@ export async function deleteTree(
         root === '' ? undefined : { runId: root!, incarnation: incarnation!, parentId: parentId! };
       continue;
     }
-    if (ctx.cluster && (outcome === 'deleted' || outcome === 'missing'))
-      await moveInIndexes(ctx.gate, ctx.keys, runId, undefined, '0');
     if (outcome === 'deleted') {
       if (ctx.cluster && link !== undefined) {
         const siblings = ctx.keys.run(link.parentId).children;
@@ -180,7 +177,6 @@ export async function deleteChildren(
         parentIncarnation,
       ]);
       if (reply[0] !== 'deleted') return;
-      if (ctx.cluster) await moveInIndexes(ctx.gate, ctx.keys, id, undefined, '0');
       await deleteChildren(ctx, id, String(reply[2]), reply[3]);
     }),
   );

@@ -1,14 +1,14 @@
 import type { Gate, LuaScript } from './client.js';
 import type { Holdings } from './holdings.js';
-import type { KeySpace } from './keys.js';
+import { bucketOf, type KeySpace } from './keys.js';
 
 /** What the store's modules share: the client, the key space, and the leases this instance holds. */
 export interface StoreContext {
   gate: Gate;
   keys: KeySpace;
   /**
-   * A script on Cluster sees only its run's slot: another run's keys and the status indexes are then read or
-   * written in separate steps.
+   * A script on Cluster sees only its run's slot (its bucket's): another run's keys are then read or written in
+   * separate steps. The run's bucket indexes share that slot and are always written in the script.
    */
   cluster: boolean;
   holdings: Holdings;
@@ -19,7 +19,8 @@ export type Reply = [string, ...unknown[]];
 
 /**
  * The KEYS of a script on `runId` (the layout the prelude describes): `related` names two keys of another run
- * the script may read or write, which only a single node can give it.
+ * the script may read or write, which only a single node can give it (on Cluster that run may be in another
+ * slot), then the indexes of the run's bucket.
  */
 export function scriptKeys(
   ctx: StoreContext,
@@ -28,8 +29,8 @@ export function scriptKeys(
 ): string[] {
   const own = ctx.keys.run(runId);
   const base = [own.run, own.journal, own.lease, own.children];
-  if (ctx.cluster) return [...base, own.run, own.children];
-  return [...base, ...(related ?? [own.run, own.children]), ...ctx.keys.indexes()];
+  const others = ctx.cluster || related === undefined ? [own.run, own.children] : related;
+  return [...base, ...others, ...ctx.keys.bucketIndexes(bucketOf(runId))];
 }
 
 /** Runs a script on one run's keys. */

@@ -1,11 +1,16 @@
 import { CairnError, isCairnError, type JsonObject } from '@cairn/sdk';
 
-/** Reply prefixes of a server that is loading, failing over, out of memory or busy: a retry may succeed. */
+/**
+ * Reply prefixes of a server that is loading, failing over, out of memory or busy, or of a cluster whose slots
+ * are moving (`MOVED`/`ASK` reach the store only once ioredis stopped following them): a retry may succeed.
+ */
 const retryableReplies = new Set([
   'LOADING',
   'BUSY',
   'TRYAGAIN',
   'CLUSTERDOWN',
+  'MOVED',
+  'ASK',
   'MASTERDOWN',
   'READONLY',
   'NOREPLICAS',
@@ -28,8 +33,10 @@ const connectionCodes = new Set([
 
 /** ioredis errors that are about the connection, not the command. */
 const connectionNames = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
+// ioredis Cluster gives up following redirections ("Too many Cluster redirections. Last error: ...") while a
+// failover or a reshard is under way, whatever the last error inside was: a transition, so retryable.
 const connectionMessages =
-  /Connection is closed|Stream isn't writeable|Command timed out|None of startup nodes|refresh slots cache|Connection is in (subscriber|monitoring) mode/i;
+  /Too many Cluster redirections|Connection is closed|Stream isn't writeable|Command timed out|None of startup nodes|refresh slots cache|Connection is in (subscriber|monitoring) mode/i;
 
 function field(error: unknown, name: string): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;

@@ -1,6 +1,6 @@
 import type { RunStatus } from '@cairn/sdk';
 import type { Gate } from './client.js';
-import { allStatuses, type KeySpace } from './keys.js';
+import { allStatuses, bucketCount, type KeySpace } from './keys.js';
 
 interface Cursor {
   key: string;
@@ -9,47 +9,61 @@ interface Cursor {
   done: boolean;
 }
 
+/** The status index keys of `statuses` in every bucket. */
+export function statusIndexKeys(keys: KeySpace, statuses: readonly RunStatus[]): string[] {
+  const unique = [...new Set(statuses)];
+  return Array.from({ length: bucketCount }, (_, bucket) =>
+    unique.map((status) => keys.index(bucket, status)),
+  ).flat();
+}
+
+/** Flat [member, score, ...] over RESP2, [[member, score], ...] over RESP3: entries either way. */
+export function scoredEntries(reply: unknown): { id: string; score: number }[] {
+  const flat = (reply as unknown[]).flat();
+  const entries: { id: string; score: number }[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2)
+    entries.push({ id: String(flat[i]), score: Number(flat[i + 1]) });
+  return entries;
+}
+
 /**
- * Run ids from the indexes of `statuses`, oldest first (by creation order, ties by id), read a page at a
- * time from each sorted set and merged. Not a snapshot: runs created, moved or deleted meanwhile may be
- * missed or seen twice, so callers read each run's own record and skip repeats.
+ * Run ids from the sorted sets `indexKeys` (every bucket's index of each status wanted), oldest first (by
+ * creation order, ties by id), read a page at a time from each set and merged. The first page of each set is
+ * `firstPage` long: a caller that wants n runs needs at most n from any one set. Not a snapshot: runs created,
+ * moved or deleted meanwhile may be missed or seen twice, so callers read each run's own record and skip
+ * repeats.
  */
 export async function* indexedIds(
   gate: Gate,
-  keys: KeySpace,
-  statuses: readonly RunStatus[],
+  indexKeys: readonly string[],
   pageSize: number,
+  firstPage = pageSize,
 ): AsyncGenerator<string> {
-  const cursors: Cursor[] = [...new Set(statuses)].map((status) => ({
-    key: keys.index(status),
-    offset: 0,
-    buffered: [],
-    done: false,
-  }));
+  let cursors: Cursor[] = indexKeys.map((key) => ({ key, offset: 0, buffered: [], done: false }));
   const seen = new Set<string>();
   for (;;) {
     await Promise.all(
       cursors
         .filter((cursor) => cursor.buffered.length === 0 && !cursor.done)
         .map(async (cursor) => {
-          // Flat [member, score, ...] over RESP2, [[member, score], ...] over RESP3: flatten either.
-          const page = (
-            (await gate.call('read a status index', (client) =>
+          const count = cursor.offset === 0 ? Math.max(1, firstPage) : pageSize;
+          const page = scoredEntries(
+            await gate.call('read a status index', (client) =>
               client.zrange(
                 cursor.key,
                 cursor.offset,
-                String(cursor.offset + pageSize - 1),
+                String(cursor.offset + count - 1),
                 'WITHSCORES',
               ),
-            )) as unknown[]
-          ).flat();
-          for (let i = 0; i + 1 < page.length; i += 2) {
-            cursor.buffered.push({ id: String(page[i]), score: Number(page[i + 1]) });
-          }
-          cursor.offset += page.length / 2;
-          if (page.length / 2 < pageSize) cursor.done = true;
+            ),
+          );
+          cursor.buffered.push(...page);
+          cursor.offset += page.length;
+          if (page.length < count) cursor.done = true;
         }),
     );
+    // Sets read to their end drop out, so the merge below costs what is left, not every bucket and status.
+    cursors = cursors.filter((cursor) => cursor.buffered.length > 0 || !cursor.done);
     let next: Cursor | undefined;
     for (const cursor of cursors) {
       const head = cursor.buffered[0];
@@ -76,27 +90,4 @@ export function statusList(
 ): readonly RunStatus[] {
   if (status === undefined) return allStatuses;
   return typeof status === 'string' ? [status] : status;
-}
-
-/**
- * On Cluster the indexes live in other slots than the run, so after a script changed a run's status the
- * store moves its entry in a second step: add it to the index of its status and remove it from the others.
- * Idempotent, so the next status change of a run also repairs an entry a crash left behind.
- */
-export async function moveInIndexes(
-  gate: Gate,
-  keys: KeySpace,
-  runId: string,
-  status: RunStatus | undefined,
-  order: string,
-): Promise<void> {
-  await Promise.all(
-    allStatuses.map((each) =>
-      gate.call('update a status index', (client) =>
-        each === status
-          ? client.zadd(keys.index(each), order, runId)
-          : client.zrem(keys.index(each), runId),
-      ),
-    ),
-  );
 }

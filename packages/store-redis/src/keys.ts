@@ -15,7 +15,27 @@ type Missing = Exclude<RunStatus, (typeof allStatuses)[number]>;
 const everyStatusIndexed: [Missing] extends [never] ? true : Missing = true;
 void everyStatusIndexed;
 
-/** The keys of one run, all under the same hash tag so one Lua script may touch them on Redis Cluster. */
+/**
+ * How many buckets runs are spread over. A bucket is one hash tag, so one Cluster slot: a run's keys and its
+ * bucket's indexes share it, and every script updates the indexes with the run. 64 spreads the indexes over
+ * up to 64 masters while a claim poll (one script per bucket) stays cheap. Changing it moves every run: it is
+ * part of the key layout, never an option.
+ */
+export const bucketCount = 64;
+
+const utf8 = new TextEncoder();
+
+/** A run's bucket: 32-bit FNV-1a of the id's UTF-8 bytes, modulo `bucketCount`; stable across processes. */
+export function bucketOf(runId: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of utf8.encode(runId)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % bucketCount;
+}
+
+/** The keys of one run, all under its bucket's hash tag so one Lua script may touch them on Redis Cluster. */
 export interface RunKeys {
   run: string;
   journal: string;
@@ -28,24 +48,23 @@ export interface RunKeys {
 export interface KeySpace {
   prefix: string;
   run(runId: string): RunKeys;
-  /** The sorted set of the runs in `status`, scored by creation order. */
-  index(status: RunStatus): string;
-  /** Every index key, in the order of `allStatuses`. */
-  indexes(): string[];
+  /** The sorted set of the runs of `bucket` in `status`, scored by creation order. */
+  index(bucket: number, status: RunStatus): string;
+  /** The sorted set of the claimable root runs of `bucket`, scored by when each can be claimed (µs). */
+  claimable(bucket: number): string;
+  /** The index keys of `bucket`: its status indexes in the order of `allStatuses`, then its claimable set. */
+  bucketIndexes(bucket: number): string[];
+  /** What a run key of `bucket` starts with; the run id follows. */
+  runKeyPrefix(bucket: number, kind: keyof RunKeys): string;
   /** The pub/sub channel that announces runs that may have become claimable. */
   channel: string;
 }
 
 /**
- * The hash tag of a run: its id with `%`, `{` and `}` escaped, so the tag is never cut short by a brace in
- * the id and two ids never share a tag by accident. The empty id gets `%`, which no escaped id can be.
+ * Builds the key space of `prefix`; a prefix holding a brace would move the hash tag, so it is refused. The
+ * bucket's tag `{b<n>}` is the key's first braces, so the run id after it, whatever it holds (braces, `%`,
+ * any length), never changes the slot; the word before the id keeps a run's keys apart from the indexes.
  */
-export function hashTag(runId: string): string {
-  if (runId === '') return '%';
-  return runId.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
-
-/** Builds the key space of `prefix`; a prefix holding a brace would move the hash tag, so it is refused. */
 export function keySpace(prefix: string): KeySpace {
   if (prefix === '' || /[{}]/.test(prefix)) {
     throw new CairnError(
@@ -53,20 +72,25 @@ export function keySpace(prefix: string): KeySpace {
       `The Redis key prefix must be non-empty and hold no "{" or "}", got "${prefix}".`,
     );
   }
-  const index = (status: RunStatus) => `${prefix}:index:${status}`;
+  const tag = (bucket: number) => `${prefix}:{b${bucket}}`;
+  const index = (bucket: number, status: RunStatus) => `${tag(bucket)}:index:${status}`;
+  const claimable = (bucket: number) => `${tag(bucket)}:claimable`;
+  const runKeyPrefix = (bucket: number, kind: keyof RunKeys) => `${tag(bucket)}:${kind}:`;
   return {
     prefix,
     run(runId) {
-      const base = `${prefix}:{${hashTag(runId)}}`;
+      const bucket = bucketOf(runId);
       return {
-        run: `${base}:run`,
-        journal: `${base}:journal`,
-        lease: `${base}:lease`,
-        children: `${base}:children`,
+        run: runKeyPrefix(bucket, 'run') + runId,
+        journal: runKeyPrefix(bucket, 'journal') + runId,
+        lease: runKeyPrefix(bucket, 'lease') + runId,
+        children: runKeyPrefix(bucket, 'children') + runId,
       };
     },
     index,
-    indexes: () => allStatuses.map(index),
+    claimable,
+    bucketIndexes: (bucket) => [...allStatuses.map((s) => index(bucket, s)), claimable(bucket)],
+    runKeyPrefix,
     channel: `${prefix}:work`,
   };
 }

@@ -1,5 +1,4 @@
 import {
-  claimableStatuses,
   LeaseHeldError,
   LeaseLostError,
   RunNotFoundError,
@@ -14,10 +13,12 @@ import {
 import type { Cluster, Redis } from 'ioredis';
 import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
 import { Gate, type LuaScript, type RedisClient } from './client.js';
-import { runScript, scriptKeys, serverNow, type Reply, type StoreContext } from './context.js';
+import { runScript, scriptKeys, type Reply, type StoreContext } from './context.js';
 import { Holdings } from './holdings.js';
-import { indexedIds, moveInIndexes, statusList } from './indexes.js';
+import { claimableIds } from './claimable.js';
+import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
 import { keySpace } from './keys.js';
+import { holdsLegacyLayout, legacyLayoutError, migrateKeyLayout } from './legacy-layout.js';
 import { leaseOperations, nonce } from './leases.js';
 import { appendJournal } from './lua/append.js';
 import { createRun } from './lua/create.js';
@@ -50,6 +51,12 @@ export interface PruneOptions {
   status?: RunStatus | readonly RunStatus[];
 }
 
+/** What `migrateKeyLayout` moves besides the runs the old indexes name. */
+export interface MigrateKeyLayoutOptions {
+  /** Ids of runs to move even if no old index names them. @defaultValue [] */
+  runIds?: Iterable<string>;
+}
+
 /** A `DurableStore` on Redis, with retention and a `close` for the connections its subscriptions opened. */
 export interface RedisStore extends DurableStore, AsyncDisposable {
   /** The key prefix this store uses. */
@@ -59,6 +66,13 @@ export interface RedisStore extends DurableStore, AsyncDisposable {
    * how many.
    */
   prune(options: PruneOptions): Promise<number>;
+  /**
+   * Moves the runs stored in the key layout before buckets (global `index:<status>` sets) into their buckets,
+   * a page at a time, with `runIds` too (a run that layout's lost index step left in no index). Run it while no
+   * worker runs; it is idempotent and resumable after a crash. Until it has run, the store's calls fail with
+   * `SCHEMA_MISMATCH`. Returns how many runs it moved.
+   */
+  migrateKeyLayout(options?: MigrateKeyLayoutOptions): Promise<number>;
   /** Ends the connections `subscribe` opened. Leaves `client` open. */
   close(): Promise<void>;
 }
@@ -100,19 +114,29 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const keys = keySpace(options.prefix ?? 'cairn');
   const timeoutMs = options.timeoutMs ?? 10_000;
   const gate = new Gate(options.client, keys.prefix, timeoutMs);
-  // On a single node the scripts update the status indexes themselves; on Cluster the store does, after.
   const ctx: StoreContext = { gate, keys, cluster: gate.isCluster, holdings: new Holdings() };
   const { cluster, holdings } = ctx;
   const settledTtl =
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
   const subscribers = new Set<RedisClient>();
+  const leases = leaseOperations(ctx, keys.channel);
+
+  // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
+  // that layout's indexes once and refuses to go on while they exist.
+  let checkedLayout: Promise<void> | undefined;
+  function layoutCurrent(): Promise<void> {
+    checkedLayout ??= holdsLegacyLayout(ctx).then((legacy) => {
+      if (legacy) throw legacyLayoutError(keys.prefix);
+    });
+    checkedLayout.catch(() => (checkedLayout = undefined));
+    return checkedLayout;
+  }
 
   async function fenced(
     operation: string,
     lua: LuaScript,
     fence: Fence,
     args: string[],
-    status?: RunStatus,
   ): Promise<void> {
     // A child's write must find its root still at the fence's epoch. A single node checks it in the write's
     // script; on Cluster the root is in another slot and is read just before, and a holder frozen between
@@ -139,9 +163,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       rootHash === undefined ? undefined : [rootHash, rootHash],
     );
     if (reply[0] !== 'ok') throw refusal(fence, reply);
-    if (cluster && status !== undefined && reply[1] !== status) {
-      await moveInIndexes(gate, keys, fence.runId, status, String(reply[2]));
-    }
   }
 
   async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
@@ -158,6 +179,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     keep: (record: RunRecord) => boolean,
     limit: number,
   ): Promise<RunRecord[]> {
+    await layoutCurrent();
     const found: Map<string, string>[] = [];
     if (limit <= 0 || statuses.length === 0) return [];
     let batch: string[] = [];
@@ -169,7 +191,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       }
       batch = [];
     };
-    for await (const id of indexedIds(gate, keys, statuses, pageSize)) {
+    const indexes = statusIndexKeys(keys, statuses);
+    for await (const id of indexedIds(gate, indexes, pageSize, Math.min(pageSize, limit))) {
       batch.push(id);
       if (batch.length >= Math.min(pageSize, limit - found.length)) await flush();
       if (found.length >= limit) break;
@@ -182,6 +205,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     prefix: keys.prefix,
 
     async create(init) {
+      await layoutCurrent();
       const { parent } = init;
       // On Cluster the parent is checked, and learns of its child, in its own slot first.
       const root =
@@ -211,8 +235,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const fields = hashFields(reply[1]);
       const [run] = await toRecords(ctx, [fields]);
       if (reply[0] === 'created') {
-        if (cluster)
-          await moveInIndexes(gate, keys, init.runId, run!.status, fields.get('order') ?? '0');
         // A child left by an earlier incarnation of the parent was replaced: its own children go too.
         if (reply[2] !== '') await deleteChildren(ctx, init.runId, String(reply[2]), reply[3]);
       }
@@ -220,6 +242,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async load(runId) {
+      await layoutCurrent();
       const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
       const [run] = await toRecords(ctx, [hashFields(reply[1])]);
@@ -227,20 +250,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     save: (fence, checkpoint) =>
-      fenced(
-        'save a checkpoint',
-        saveCheckpoint,
-        fence,
-        [
-          checkpoint.status,
-          checkpoint.signature,
-          JSON.stringify(checkpoint.snapshot),
-          json(checkpoint.output),
-          json(checkpoint.error),
-          String(checkpoint.journalSeq),
-        ],
+      fenced('save a checkpoint', saveCheckpoint, fence, [
         checkpoint.status,
-      ),
+        checkpoint.signature,
+        JSON.stringify(checkpoint.snapshot),
+        json(checkpoint.output),
+        json(checkpoint.error),
+        String(checkpoint.journalSeq),
+      ]),
 
     append: (fence, entries) =>
       fenced(
@@ -251,13 +268,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ),
 
     updateStatus: (fence, update) =>
-      fenced(
-        'update a status',
-        updateRunStatus,
-        fence,
-        [update.status, json(update.error)],
-        update.status,
-      ),
+      fenced('update a status', updateRunStatus, fence, [update.status, json(update.error)]),
 
     list: (filter: RunFilter = {}) =>
       scan(
@@ -269,6 +280,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ),
 
     async delete(runId) {
+      await layoutCurrent();
       const outcome = await deleteTree(ctx, runId, { mode: 'delete' });
       if (outcome === 'held') throw new LeaseHeldError(runId);
       return outcome === 'deleted';
@@ -285,11 +297,13 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async prune({ olderThan, status = terminalStatuses }) {
+      await layoutCurrent();
       const before = String(typeof olderThan === 'number' ? olderThan : olderThan.getTime());
       const statuses = statusList(status);
       const ids: string[] = [];
       // Collected first: deleting while paging through a sorted set would shift the pages.
-      for await (const id of indexedIds(gate, keys, statuses, pageSize)) ids.push(id);
+      for await (const id of indexedIds(gate, statusIndexKeys(keys, statuses), pageSize))
+        ids.push(id);
       let deleted = 0;
       for (let i = 0; i < ids.length; i += pageSize) {
         // A run whose keys expired (settledTtlMs) left its index entry behind: pruning drops it.
@@ -303,23 +317,21 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       return deleted;
     },
 
-    ...leaseOperations(ctx, keys.channel),
+    ...leases,
+    async acquire(runId, options) {
+      await layoutCurrent();
+      return leases.acquire(runId, options);
+    },
 
-    async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {
-      if (definitions.length === 0 || limit <= 0) return [];
-      const now = await serverNow(ctx);
-      const runs = await scan(
-        claimableStatuses,
-        (record) =>
-          record.rootRunId === null &&
-          definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
-          (record.owner === null ||
-            record.leaseUntil === null ||
-            record.leaseUntil <= now ||
-            (reclaimOwner !== undefined && record.owner === reclaimOwner)),
-        limit,
-      );
-      return runs.map((run) => run.runId);
+    async claimable(options: ClaimableOptions) {
+      await layoutCurrent();
+      return claimableIds(ctx, options);
+    },
+
+    async migrateKeyLayout({ runIds }: MigrateKeyLayoutOptions = {}) {
+      const moved = await migrateKeyLayout(ctx, pageSize, runIds);
+      checkedLayout = undefined;
+      return moved;
     },
 
     async subscribe(onWork) {

@@ -255,7 +255,7 @@ if (reason !== undefined) {
 
     it('maps a script error to STORE_FAILED and a client the user closed to STORE_FAILED', async () => {
       const store = await harness.store();
-      await harness.admin.set(`${harness.prefix}:{r}:run`, 'not a hash');
+      await harness.admin.set(keySpace(harness.prefix).run('r').run, 'not a hash');
       const error = await outcome(store.acquire('r', { owner: 'w', ttlMs: long }));
       expect(error).toBeInstanceOf(CairnError);
       expect(error).toMatchObject({ code: 'STORE_FAILED', retryable: false });

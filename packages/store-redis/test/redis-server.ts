@@ -39,6 +39,22 @@ async function waitForPing(url: string): Promise<void> {
   throw new Error(`redis-server at ${url} did not come up`);
 }
 
+/** `redis-server` arguments: on 127.0.0.1, persisted only by AOF with `appendfsync`, its files in `dir`. */
+export function appendOnlyArgs(dir: string, appendfsync: 'always' | 'everysec'): string[] {
+  return [
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    appendfsync,
+    '--dir',
+    dir,
+  ];
+}
+
 /** Starts `redis-server` with `--appendonly yes` and the given fsync policy. */
 export async function startOwnRedis(
   options: { appendfsync?: 'always' | 'everysec'; extra?: string[] } = {},
@@ -53,16 +69,7 @@ export async function startOwnRedis(
       [
         '--port',
         String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        options.appendfsync ?? 'always',
-        '--dir',
-        dir,
+        ...appendOnlyArgs(dir, options.appendfsync ?? 'always'),
         ...(options.extra ?? []),
       ],
       { stdio: 'ignore' },

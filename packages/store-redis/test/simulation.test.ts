@@ -1,6 +1,7 @@
 import { itKeepsInvariants, type SimulationBackend } from '@cairn/testing';
 // The test reaches into the key layout to do what only time would: let a frozen holder's lease run out.
-import { keySpace } from '../src/keys.js';
+import { bucketOf, keySpace } from '../src/keys.js';
+import { indexMismatches } from './index-placement.js';
 import { createRedisHarness, skippedBecause, unreachable } from './support.js';
 
 const reason = await unreachable();
@@ -17,17 +18,26 @@ function redisSimulation(): SimulationBackend {
         connect: () => harness.store(),
         async expireLeases(owners) {
           const [seconds] = await harness.admin.time();
-          const past = String(Number(seconds) * 1000 - 1);
+          const past = Number(seconds) * 1000 - 1;
           for (const run of await admin.list()) {
             if (run.rootRunId !== null || run.owner === null || !owners.includes(run.owner))
               continue;
             const runKeys = keys.run(run.runId);
             await harness.admin.pexpire(runKeys.lease, 1);
-            await harness.admin.hset(runKeys.run, 'leaseUntil', past);
+            await harness.admin.hset(runKeys.run, 'leaseUntil', String(past));
+            // What time would do to the claimable set too (a run in it is scored by its lease's end).
+            await harness.admin.zadd(
+              keys.claimable(bucketOf(run.runId)),
+              'XX',
+              past * 1000,
+              run.runId,
+            );
           }
         },
         // A Redis client holds no session a lease depends on: a dead process's leases run out with time.
         disconnect: async () => undefined,
+        // Whatever the schedule crashed, froze or retried, every run is exactly where its hash says.
+        check: () => indexMismatches(harness.admin, keys),
         close: () => harness.close(),
       };
     },

@@ -1,5 +1,6 @@
 import {
   CairnError,
+  checkNewRunId,
   checkRunId,
   deserializeError,
   isCairnError,
@@ -130,7 +131,7 @@ export function createClient(options: ClientOptions): CairnClient {
       input: unknown,
       startOptions: StartOptions = {},
     ) {
-      const runId = checkRunId(
+      const runId = checkNewRunId(
         startOptions.runId ??
           (startOptions.idempotencyKey === undefined
             ? crypto.randomUUID()

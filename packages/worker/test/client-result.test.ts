@@ -1,4 +1,10 @@
-import { CairnError, memoryStore, type DurableStore } from '@cairn/sdk';
+import {
+  CairnError,
+  childRunId,
+  memoryStore,
+  reservedRunIdPrefix,
+  type DurableStore,
+} from '@cairn/sdk';
 import { createClient, createWorker } from '@cairn/worker';
 import { describe, expect, it } from 'vitest';
 import { orderAgent } from './support.js';
@@ -129,6 +135,22 @@ describe('a client given a run id no store can keep', () => {
       () => client.discard(bad),
     ])
       await expect(call()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.list()).toEqual([]);
+  });
+});
+
+describe('a client given a run id in the namespace of child runs', () => {
+  it('refuses to start a run there with INVALID_ARGUMENT, and stores nothing', async () => {
+    const store = memoryStore();
+    const { agent } = orderAgent(store);
+    const client = createClient({ store });
+    await expect(
+      client.start(agent, 'go', { runId: childRunId('victim', 'hotel') }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/reserved/) });
+    await expect(
+      client.start({ kind: 'agent', name: 'orders' }, 'go', { runId: `${reservedRunIdPrefix}x` }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await client.get(childRunId('victim', 'hotel'))).toBeUndefined();
     expect(await store.list()).toEqual([]);
   });
 });

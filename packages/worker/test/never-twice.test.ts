@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  childRunId,
   defineAgent,
   definePlanner,
   defineTool,
@@ -208,7 +209,7 @@ describe('a child run under a live parent', () => {
     await worker.start();
     await hold.reached;
     await intruder.start();
-    const child = `${runId}/hotel`;
+    const child = childRunId(runId, 'hotel');
     expect(await client.get(child)).toMatchObject({ held: true, rootRunId: runId });
     for (const act of [
       () => client.start(concierge, 'book', { runId: child }),

@@ -22,6 +22,7 @@ import type {
   RetryPolicy,
 } from '../runtime/step-function.js';
 import { structuralSignature } from '../signature.js';
+import { childRunId } from '../run-id.js';
 import { executeTool } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
@@ -114,7 +115,7 @@ function positiveInteger(name: string, value: number, minimum: number): number {
  * journal records each node as it settles; a checkpoint follows every settled node of a small plan (up to
  * 16 nodes), else every (plan nodes + settled nodes) / 16 nodes, so a node costs the same in a plan of 10,000
  * as in one of 100. Agent
- * nodes run as child runs with their own checkpoints under `${runId}/${nodeId}`. A failed node triggers a
+ * nodes run as child runs with their own checkpoints under `childRunId(runId, nodeId)`. A failed node triggers a
  * replan of the unfinished part.
  */
 export function definePlanner(config: PlannerConfig): Planner {
@@ -210,11 +211,14 @@ export function definePlanner(config: PlannerConfig): Planner {
     }
     const { executable } = capability;
     if (isAgent(executable)) {
-      const childRunId = `${context.runId}/${nodeId}`;
+      const childId =
+        context.state.childRunIds === 'reserved'
+          ? childRunId(context.runId, nodeId)
+          : `${context.runId}/${nodeId}`;
       // An agent's input is text: a node input that is not a string is handed over as JSON.
       const input =
         typeof effect.input === 'string' ? effect.input : JSON.stringify(effect.input ?? null);
-      const child = await context.runChild(executable.definition, input, childRunId);
+      const child = await context.runChild(executable.definition, input, childId);
       const value: AgentNodeValue = {
         output: (child.output ?? null) as JsonValue,
         child: {

@@ -65,6 +65,12 @@ export interface PlannerState {
   replanCount: number;
   /** Nodes dispatched and not settled yet, at most `maxParallel`. */
   running: string[];
+  /**
+   * How the run names its nodes' child runs: `reserved` (`childRunId`, where no caller's id can be) for runs
+   * started since 0.2; absent in a run an earlier version started, whose children keep `${runId}/${nodeId}`
+   * so one in flight across the upgrade is continued, not started again.
+   */
+  childRunIds?: 'reserved';
 }
 
 const count = z.number().int().nonnegative();
@@ -125,4 +131,5 @@ export const plannerStateSchema = z.object({
   usage,
   replanCount: count,
   running: z.array(z.string()),
+  childRunIds: z.literal('reserved').optional(),
 }) as unknown as z.ZodType<PlannerState>;

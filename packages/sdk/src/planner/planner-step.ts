@@ -48,6 +48,7 @@ export function plannerInit(goal: string): PlannerState {
     usage: zeroUsage,
     replanCount: 0,
     running: [],
+    childRunIds: 'reserved',
   };
 }
 

@@ -1,6 +1,12 @@
 import { context as otelContext, type Context, type Span } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
-import { CairnError, isCairnError, serializeError, snapshotInvalidError } from '../errors.js';
+import {
+  CairnError,
+  isCairnError,
+  RunSuspendedError,
+  serializeError,
+  snapshotInvalidError,
+} from '../errors.js';
 import { storableJson } from '../json.js';
 import type { EffectOutcome, JournalEntry } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
@@ -241,6 +247,8 @@ export class EffectPool<State, Input, Output> {
           this.attempt.stopForHandOver();
           this.attempt.assertActive();
         }
+        // A child run the store could not start or keep writing suspends this run too: not the node's outcome.
+        if (ranChild && error instanceof RunSuspendedError) throw error;
         const retryable = isCairnError(error) && error.retryable;
         if (retryable && try_ < maxAttempts) {
           const delay = retryDelay(error, try_, command);

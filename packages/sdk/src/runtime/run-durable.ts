@@ -13,6 +13,7 @@ import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
 import { checkDrift, finishedResult, runUnderLease } from './run-loop.js';
+import { retryStoreCall } from './run-writer.js';
 import type { DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { initialRunSnapshot } from './runtime-snapshot.js';
 import type { DurableDefinition } from './step-function.js';
@@ -146,19 +147,26 @@ function runChildDurable<State, Input, Output>(
   parentLease: () => Lease,
 ): Promise<DurableRunResult<State, Output>> {
   parent.assertActive();
-  // The child's own writes are guarded by its attempt; creating and adopting it are guarded here, so a
-  // parent that crashed or lost its lease while the child was starting writes nothing more.
+  // The child's own writes are guarded by its attempt; reading, creating and adopting it are guarded here, so
+  // a parent that crashed or lost its lease while the child was starting writes nothing more. They are tried
+  // again like the parent's writes while the store cannot be reached (a failover): a store error is not the
+  // node's outcome.
   const inner = options.store;
+  const retried = <T>(call: () => Promise<T>) =>
+    retryStoreCall(
+      () => {
+        parent.assertActive();
+        return call();
+      },
+      parent,
+      options.clock,
+      options.storeRetry,
+    );
   const store: DurableStore = {
     ...inner,
-    create: (run) => {
-      parent.assertActive();
-      return inner.create(run);
-    },
-    adopt: (childRunId, lease) => {
-      parent.assertActive();
-      return inner.adopt(childRunId, lease);
-    },
+    load: (runId) => retried(() => inner.load(runId)),
+    create: (run) => retried(() => inner.create(run)),
+    adopt: (childRunId, lease) => retried(() => inner.adopt(childRunId, lease)),
   };
   const childOptions = { ...options, store };
   const parentFence = { runId: parent.runId, incarnation: parent.fence.incarnation };

@@ -11,6 +11,7 @@ import { storableJson, storableView, type JsonValue } from '../json.js';
 import { isTerminalStatus, type DurableStore, type RunRecord } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
+import { releaseWhileHeld } from './lease-keeper.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
 import {
@@ -84,7 +85,8 @@ export async function runUnderLease<State, Input, Output>(
   const currentLease = () => (holding.type === 'own' ? holding.keeper.lease : holding.lease);
   const release = async () => {
     // A child's lease is its parent's: the parent releases.
-    if (holding.type === 'own') await store.release(currentLease()).catch(() => undefined);
+    if (holding.type === 'own')
+      await releaseWhileHeld(store, currentLease(), holding.keeper.deadline, clock);
   };
   let pool: EffectPool<State, Input, Output> | undefined;
   const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>

@@ -9,21 +9,33 @@ import type {
 } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 
-/** How store writes are retried before a run is suspended. */
+/**
+ * How store writes that fail with a retryable error are tried again before the run is suspended: with
+ * doubling backoff, until `maxElapsedMs` has passed since the write's first try or `maxAttempts` tries were
+ * made, whichever comes first; never past the lease (a write past it would be refused anyway).
+ */
 export interface StoreRetryPolicy {
-  /** Tries in all, the first included. @defaultValue 5 */
+  /** Tries in all, the first included. @defaultValue unlimited: `maxElapsedMs` decides */
   maxAttempts: number;
   /** Wait before the second try; doubles each time. @defaultValue 100 */
   initialDelayMs: number;
-  /** Longest wait between tries. @defaultValue 5000 */
+  /** Longest wait between tries: how long a write may lag behind a store that came back. @defaultValue 1000 */
   maxDelayMs: number;
+  /**
+   * How long after its first try a write is still tried again: long enough to outlast a store failing over (a
+   * Redis Cluster electing a replica: its node timeout plus about a second, 16 s with Redis's defaults; a
+   * managed Postgres failover: 20–60 s). Bounded by the lease: a run whose lease runs out first loses it.
+   * @defaultValue 30000
+   */
+  maxElapsedMs: number;
 }
 
 /** The store retry policy used when none is given. */
 export const defaultStoreRetry: StoreRetryPolicy = {
-  maxAttempts: 5,
+  maxAttempts: Number.POSITIVE_INFINITY,
   initialDelayMs: 100,
-  maxDelayMs: 5_000,
+  maxDelayMs: 1_000,
+  maxElapsedMs: 30_000,
 };
 
 /** What the journal knows of one effect. */
@@ -48,6 +60,8 @@ export class RunWriter {
   private buffer: JournalEntry[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private seq: number;
+  /** A write that failed for good: the run is being suspended, and no checkpoint may follow it. */
+  private suspension: RunSuspendedError | undefined;
 
   constructor(
     private readonly store: SnapshotStore,
@@ -131,6 +145,9 @@ export class RunWriter {
    */
   checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<void> {
     return this.serialized(async () => {
+      // Marks whose append failed may be results the step has not seen yet: a checkpoint now would move the run
+      // on past them. The attempt stops instead; its last flush tries to write them once more.
+      if (this.suspension !== undefined) throw this.suspension;
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
       await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
@@ -176,25 +193,45 @@ export class RunWriter {
   }
 
   private async withRetry(write: () => Promise<void>): Promise<void> {
-    for (let try_ = 1; ; try_ += 1) {
-      this.attempt.assertMayWrite();
-      try {
-        await write();
-        return;
-      } catch (error) {
-        if (error instanceof LeaseLostError) {
-          this.attempt.loseLease(error);
-          throw error;
-        }
-        const retryable = !isCairnError(error) || error.retryable;
-        if (!retryable || try_ >= this.retry.maxAttempts) {
-          throw new RunSuspendedError(this.attempt.runId, error);
-        }
-        await this.attempt.sleep(
-          this.clock,
-          backoffDelay(try_, this.retry.initialDelayMs, this.retry.maxDelayMs),
-        );
+    try {
+      await retryStoreCall(write, this.attempt, this.clock, this.retry);
+    } catch (error) {
+      if (error instanceof RunSuspendedError) this.suspension ??= error;
+      throw this.suspension ?? error;
+    }
+  }
+}
+
+/**
+ * Makes one store call of an attempt, trying it again with backoff while the store's error is retryable, under
+ * `policy` and never past the lease. A lost lease stops the attempt; a call that keeps failing throws
+ * `RunSuspendedError`.
+ */
+export async function retryStoreCall<T>(
+  call: () => Promise<T>,
+  attempt: Attempt,
+  clock: Clock,
+  policy: StoreRetryPolicy,
+): Promise<T> {
+  const firstTry = clock.now();
+  for (let try_ = 1; ; try_ += 1) {
+    attempt.assertMayWrite();
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        attempt.loseLease(error);
+        throw error;
       }
+      const retryable = !isCairnError(error) || error.retryable;
+      const delay = backoffDelay(try_, policy.initialDelayMs, policy.maxDelayMs);
+      const elapsed = clock.now() + delay - firstTry;
+      if (!retryable || try_ >= policy.maxAttempts || elapsed > policy.maxElapsedMs) {
+        throw new RunSuspendedError(attempt.runId, error);
+      }
+      await attempt.sleep(clock, delay);
+      // Past the lease no write can land: the attempt stops here, as a lost lease.
+      attempt.checkLeaseTime(clock.now());
     }
   }
 }

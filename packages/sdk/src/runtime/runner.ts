@@ -1,7 +1,7 @@
 import type { TracerProvider } from '@opentelemetry/api';
 import { systemClock, type Clock } from '../clock.js';
 import { CairnError } from '../errors.js';
-import { checkRunId } from '../run-id.js';
+import { checkNewRunId, checkRunId } from '../run-id.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
@@ -76,7 +76,7 @@ export function createRunner<State, Input, Output>(
       return runDurable(definition, {
         ...common(store),
         ...hooks(options),
-        runId: options.runId === undefined ? crypto.randomUUID() : checkRunId(options.runId),
+        runId: options.runId === undefined ? crypto.randomUUID() : checkNewRunId(options.runId),
         mode: 'execute',
         input,
         force: false,

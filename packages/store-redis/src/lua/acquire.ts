@@ -40,6 +40,7 @@ end
 local lease_until = num(now + ttl)
 redis.call('HSET', KEYS[1], 'epoch', epoch, 'owner', owner, 'leaseUntil', lease_until, 'token', token,
   'recoveries', num(recoveries), 'updatedAt', num(now))
+reindex()
 return {'ok', epoch, lease_until, num(recoveries), h[5], token, h[8], h[2]}
 `,
 );

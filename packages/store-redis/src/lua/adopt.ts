@@ -33,6 +33,7 @@ if tonumber(h[3]) > tonumber(epoch) then return {'newer'} end
 local now = now_ms()
 if now >= tonumber(ARGV[6]) then return {'late'} end
 redis.call('HSET', KEYS[1], 'epoch', epoch, 'token', ARGV[5], 'updatedAt', num(now))
+reindex()
 return {'ok', h[4]}
 `,
 );

@@ -18,7 +18,10 @@ export const createRun = lua(
 local id, parent_id, parent_inc = ARGV[1], ARGV[9], ARGV[10]
 local old = redis.call('HMGET', KEYS[1], 'parentId', 'parentInc', 'incarnation', 'status')
 local stale_child = parent_id ~= '' and old[1] == parent_id and old[2] ~= parent_inc
-if old[3] and not stale_child then return {'exists', redis.call('HGETALL', KEYS[1])} end
+if old[3] and not stale_child then
+  reindex()
+  return {'exists', redis.call('HGETALL', KEYS[1])}
+end
 local root_id, root_inc = ARGV[11], ARGV[12]
 if parent_id ~= '' and linked then
   local parent = redis.call('HMGET', KEYS[5], 'incarnation', 'rootId', 'rootInc')
@@ -29,7 +32,6 @@ end
 local replaced = {}
 if old[3] then
   replaced = redis.call('SMEMBERS', KEYS[4])
-  reindex(id, old[4], nil, nil)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 local now = num(now_ms())
@@ -44,7 +46,7 @@ else
   -- Only a run a worker can claim is announced: a child waits for its root's holder to adopt it.
   redis.call('PUBLISH', ARGV[7], id)
 end
-reindex(id, nil, ARGV[6], order)
+reindex()
 return {'created', redis.call('HGETALL', KEYS[1]), old[3] or '', replaced}
 `,
 );

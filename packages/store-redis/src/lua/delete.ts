@@ -1,8 +1,8 @@
 import { lua } from '../client.js';
-import { firstIndexKey, prelude } from './prelude.js';
+import { prelude } from './prelude.js';
 
 /**
- * Deletes a run's keys and its index entry, and hands back its child run ids for the store to delete next
+ * Deletes a run's keys and its entries in its bucket's indexes, and hands back its child run ids for the store to delete next
  * (they live in other slots). ARGV[1] is the mode:
  * - `delete` (ARGV[2] the root id the store expects, or ''): refused while a live lease holds the run, decided
  *   on the server's clock: its own lease, or for a child its root's, read from KEYS[5] (the root's hash) on a
@@ -21,7 +21,7 @@ export const deleteRun = lua(
 local mode = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if mode == 'prune' then
-    for i = ${firstIndexKey}, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
+    unindex(ARGV[4])
   end
   return {'missing'}
 end
@@ -53,7 +53,7 @@ end
 local children = redis.call('SMEMBERS', KEYS[4])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 if h[7] and linked then redis.call('SREM', KEYS[6], h[1]) end
-reindex(h[1], h[2], nil, nil)
+unindex(h[1])
 return {'deleted', h[2], h[6], children}
 `,
 );

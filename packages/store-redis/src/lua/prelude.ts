@@ -1,17 +1,24 @@
-import { terminalStatuses } from '@cairn/sdk';
+import { claimableStatuses, terminalStatuses } from '@cairn/sdk';
 import { allStatuses } from '../keys.js';
 
-/** Where the status indexes start in a script's KEYS (on a single node; on Cluster there are none). */
-export const firstIndexKey = 7;
+/** Where the run's bucket's indexes start in a script's KEYS: the status indexes, then the claimable set. */
+const firstIndexKey = 7;
+const claimableKey = firstIndexKey + allStatuses.length;
 
 /**
  * Lua shared by every script. Key layout: KEYS[1] the run hash, KEYS[2] its journal (a sorted set of entry
  * JSON scored by seq), KEYS[3] its lease key, KEYS[4] the set of its child run ids; KEYS[5] and KEYS[6] keys
- * of related runs (its root's, its parent's: each script says which), then the status indexes in the order of
- * `allStatuses`. Related keys and indexes live in other slots, so only a single node gets them: on Cluster,
- * and for a script with no related run, KEYS[5] and KEYS[6] repeat KEYS[1] and KEYS[4] (`linked` is false)
- * and the store does what needs the other runs in separate steps. Numbers are formatted with `num`, since
- * Lua's default formatting loses digits past 14.
+ * of related runs (its root's, its parent's: each script says which), then the indexes of the run's bucket (same
+ * slot): its status indexes in the order of `allStatuses` and its claimable set. Related runs may live in other
+ * slots, so only a single node gets them: on Cluster, and for a script with no related run, KEYS[5] and KEYS[6]
+ * repeat KEYS[1] and KEYS[4] (`linked` is false) and the store does what needs the other runs in separate
+ * steps. Numbers are formatted with `num`, since Lua's default formatting loses digits past 14.
+ *
+ * `reindex()` puts the run where its stored hash says, in every index of its bucket: a retried write leaves the
+ * indexes exact whatever its earlier try did or replied, so each script that writes a run calls it last (and
+ * `unindex(id)` when the run is gone). A root run in a claimable status is in the claimable set, scored in
+ * microseconds on the server's clock from when it can be claimed: its creation order while nobody holds it
+ * (FIFO), its lease's end while someone does, so a lease that ran out is due by its score alone.
  *
  * Fenced writes take ARGV[1] epoch, ARGV[2] the holder's token or '', ARGV[3] the holder's deadline (its
  * lease's end, ms on the server's clock) or '', ARGV[4] the settled-run TTL in ms or '', ARGV[5] the run's
@@ -30,10 +37,24 @@ end
 local linked = KEYS[5] ~= KEYS[1]
 local index_of = { ${allStatuses.map((s, i) => `${s} = ${i + firstIndexKey}`).join(', ')} }
 local terminal = { ${terminalStatuses.map((s) => `${s} = true`).join(', ')} }
-local function reindex(id, old, new, order)
-  if #KEYS < ${firstIndexKey} or old == new then return end
-  if old then redis.call('ZREM', KEYS[index_of[old]], id) end
-  if new then redis.call('ZADD', KEYS[index_of[new]], order, id) end
+local claimable = { ${claimableStatuses.map((s) => `${s} = true`).join(', ')} }
+local function unindex(id)
+  for i = ${firstIndexKey}, ${claimableKey} do redis.call('ZREM', KEYS[i], id) end
+end
+local function reindex()
+  local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'rootId', 'owner', 'leaseUntil')
+  local id, status, order = h[1], h[2], h[3]
+  if not id then return end
+  for s, i in pairs(index_of) do
+    if s == status then redis.call('ZADD', KEYS[i], order, id) else redis.call('ZREM', KEYS[i], id) end
+  end
+  if h[4] or not claimable[status] then
+    redis.call('ZREM', KEYS[${claimableKey}], id)
+  elseif h[5] and h[6] then
+    redis.call('ZADD', KEYS[${claimableKey}], num(tonumber(h[6]) * 1000), id)
+  else
+    redis.call('ZADD', KEYS[${claimableKey}], order, id)
+  end
 end
 local function token_owner(token)
   local _, _, owner = string.match(token, '^(%d+):(%w+):(.*)$')

@@ -25,6 +25,7 @@ if now >= tonumber(ARGV[5]) then return {'late'} end
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 local lease_until = num(now + tonumber(ARGV[4]))
 redis.call('HSET', KEYS[1], 'leaseUntil', lease_until)
+reindex()
 return {'ok', lease_until, h[2]}
 `,
 );

@@ -8,24 +8,33 @@ import { prelude } from './prelude.js';
  * the run already has again is a retry: it changes nothing.
  * ARGV[7..]: status, signature, snapshot JSON, output JSON or '', error JSON or '', journal seq.
  * Returns a refusal ({'missing'|'recreated'|'stale'|'root'|'late'|'older'} or {'ended', status}) or
- * {'ok', old status, order}.
+ * {'ok'}. Every path reindexes the run from what is stored, so a retry leaves its indexes exact.
  */
 export const saveCheckpoint = lua(
   'save',
   `${prelude}
 local refused = fence(ARGV[7])
-if refused then return refused end
-local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'checkpointSeq')
-if terminal[h[2]] then return {'ok', h[2], h[3]} end
+if refused then
+  reindex()
+  return refused
+end
+local h = redis.call('HMGET', KEYS[1], 'status', 'checkpointSeq')
+if terminal[h[1]] then
+  reindex()
+  return {'ok'}
+end
 local seq = ARGV[12]
-if h[4] and tonumber(seq) < tonumber(h[4]) then return {'older'} end
+if h[2] and tonumber(seq) < tonumber(h[2]) then
+  reindex()
+  return {'older'}
+end
 redis.call('HSET', KEYS[1], 'status', ARGV[7], 'signature', ARGV[8], 'snapshot', ARGV[9],
   'checkpointSeq', seq, 'updatedAt', num(now_ms()))
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[10]) else redis.call('HDEL', KEYS[1], 'output') end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) else redis.call('HDEL', KEYS[1], 'error') end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', seq)
 settle(ARGV[7])
-reindex(h[1], h[2], ARGV[7], h[3])
-return {'ok', h[2], h[3]}
+reindex()
+return {'ok'}
 `,
 );

@@ -4,19 +4,25 @@ import { prelude } from './prelude.js';
 /**
  * A fenced status change that keeps the snapshot and the journal. Writing the final status the run already
  * has again is a retry: it changes nothing. ARGV[7..]: status, error JSON or ''.
- * Returns a refusal (see `fence`) or {'ok', old status, order}.
+ * Returns a refusal (see `fence`) or {'ok'}. Every path reindexes the run from what is stored,
+ * so a retry leaves its indexes exact.
  */
 export const updateRunStatus = lua(
   'update-status',
   `${prelude}
 local refused = fence(ARGV[7])
-if refused then return refused end
-local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order')
-if terminal[h[2]] then return {'ok', h[2], h[3]} end
+if refused then
+  reindex()
+  return refused
+end
+if terminal[redis.call('HGET', KEYS[1], 'status')] then
+  reindex()
+  return {'ok'}
+end
 redis.call('HSET', KEYS[1], 'status', ARGV[7], 'updatedAt', num(now_ms()))
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[8]) else redis.call('HDEL', KEYS[1], 'error') end
 settle(ARGV[7])
-reindex(h[1], h[2], ARGV[7], h[3])
-return {'ok', h[2], h[3]}
+reindex()
+return {'ok'}
 `,
 );

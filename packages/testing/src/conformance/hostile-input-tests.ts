@@ -1,5 +1,7 @@
 import {
+  childRunId,
   defineAgent,
+  definePlanner,
   defineTool,
   maxRunIdLength,
   type DurableStore,
@@ -39,7 +41,8 @@ function echoAgent(store: DurableStore, options: { calls?: number; answer?: stri
     description: 'Echoes.',
     input: z.object({ n: z.number() }),
     execute: ({ n }, ctx) => {
-      ran.set(ctx.toolCallId, (ran.get(ctx.toolCallId) ?? 0) + 1);
+      const key = `${ctx.runId} ${ctx.toolCallId}`;
+      ran.set(key, (ran.get(key) ?? 0) + 1);
       return n;
     },
   });
@@ -152,5 +155,41 @@ export function hostileInputTests(ctx: ConformanceContext): void {
         content: { error: 'TOOL_FAILED', message: expect.stringMatching(/JSON|BigInt|circular/i) },
       });
     }
+  });
+
+  it('keeps child runs where no caller-chosen run id reaches: a squatter is neither adopted nor disturbed', async () => {
+    const store = await ctx.store();
+    const victim = newRun().runId;
+    const { agent: concierge, ran } = echoAgent(store, { calls: 1, answer: 'booked' });
+    // A caller creates a run first under the id a planner node's child once had...
+    const squatterId = `${victim}/hotel`;
+    const squatter = await concierge.execute('squat', { runId: squatterId });
+    const squatterRow = await store.load(squatterId);
+    // ...and cannot create one under the id it has now.
+    await expect(
+      concierge.execute('squat', { runId: childRunId(victim, 'hotel') }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+
+    const plan = { nodes: [{ id: 'hotel', capability: 'concierge', input: 'book', dependsOn: [] }] };
+    const planner = definePlanner({
+      name: 'trip',
+      model: scriptedModel([{ text: JSON.stringify(plan) }]),
+      capabilities: [{ name: 'concierge', description: 'Books.', executable: concierge }],
+      durable: { store },
+    });
+    const result = await planner.execute('trip', { runId: victim });
+    expect(result.nodes.map((node) => [node.id, node.status])).toEqual([['hotel', 'completed']]);
+    expect(result.nodes[0]?.child?.runId).toBe(childRunId(victim, 'hotel'));
+    // The squatter's tool call and the child's, once each.
+    expect(Object.fromEntries(ran)).toEqual({
+      [`${squatterId} c0`]: 1,
+      [`${childRunId(victim, 'hotel')} c0`]: 1,
+    });
+    expect((await store.load(childRunId(victim, 'hotel')))?.run).toMatchObject({
+      status: 'completed',
+      rootRunId: victim,
+    });
+    expect(squatter.output).toBe('booked');
+    expect(await store.load(squatterId)).toEqual(squatterRow);
   });
 }

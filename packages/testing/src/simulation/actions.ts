@@ -50,6 +50,23 @@ export function actions(s: Schedule): Action[] {
       s.note(`hand over ${process.name}`);
     });
   }
+  const connected = alive.filter((p) => !p.partitioned);
+  const cutOff = alive.filter((p) => p.partitioned);
+  if (connected.length > 0) {
+    add(2, 'cut off', async () => {
+      const process = s.random.pick(connected);
+      process.partitioned = true;
+      process.wasCutOff = true;
+      s.note(`${process.name} cannot reach the store`);
+    });
+  }
+  if (cutOff.length > 0) {
+    add(4, 'reconnect', async () => {
+      const process = s.random.pick(cutOff);
+      process.partitioned = false;
+      s.note(`${process.name} reaches the store again`);
+    });
+  }
   if (frozen.length > 0) {
     add(4, 'thaw', async () => {
       const process = s.random.pick(frozen);

@@ -24,6 +24,11 @@ export interface SimulationSpace {
   disconnect(store: DurableStore): Promise<void>;
   /** Drops the lock session of one store instance while its process lives on (Postgres only). */
   loseLockSession?(store: DurableStore, process: string): Promise<void>;
+  /**
+   * What the store keeps besides the runs that is wrong once the schedule drained (an index entry a run lacks
+   * or does not own), each a violation the schedule reports. @defaultValue none checked
+   */
+  check?(): Promise<string[]>;
   close(): Promise<void>;
 }
 

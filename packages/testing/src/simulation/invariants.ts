@@ -1,5 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { AgentState, DurableStore, PlannerState, Usage } from '@cairn/sdk';
+import {
+  childRunId,
+  type AgentState,
+  type DurableStore,
+  type PlannerState,
+  type Usage,
+} from '@cairn/sdk';
 import type { Ledger } from './ledger.js';
 import { nonIdempotentCalls, rootIdOf, usageOf, type SimKind, type SimWorld } from './sim-world.js';
 
@@ -120,7 +126,7 @@ function plannerUnknowns(runId: string, state: PlannerState): Unknown[] {
       ? [{ runId, call: entry.id, effectId: `node/${entry.id}` }]
       : []),
     ...(entry.child?.unknownToolCalls ?? []).map((call) => ({
-      runId: `${runId}/${entry.id}`,
+      runId: entry.child?.runId ?? childRunId(runId, entry.id),
       call,
       // The concierge calls its tools in its first trip.
       effectId: `trip-0/tool/${call}`,

@@ -111,10 +111,11 @@ export async function runSchedule(
     }
     await drain(s);
     const problems = await checkRuns([...s.fates.values()], s.client.inner, s.world, s.ledger);
+    const storeProblems = (await space.check?.()) ?? [];
     return {
       seed,
       backend: backend.name,
-      violations: [...s.ledger.violations, ...problems],
+      violations: [...s.ledger.violations, ...problems, ...storeProblems],
       log: s.log,
     };
   } finally {

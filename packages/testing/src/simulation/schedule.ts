@@ -104,7 +104,7 @@ export class Schedule {
       clock: process.clock,
       owner: process.owner,
       leaseMs: this.leaseMs,
-      storeRetry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 400 },
+      storeRetry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 400, maxElapsedMs: 30_000 },
       deleteOnComplete: false,
       tracer: cairnTracer(undefined),
       handOverSignal: process.handOver.signal,
@@ -150,8 +150,8 @@ export class Schedule {
 
   /** Moves the shared clock in small steps, letting heartbeats and what they wake run between them. */
   async advance(ms: number): Promise<void> {
-    // Time passing while a holder is frozen (or dead) may let its leases run out on the store's clock.
-    for (const process of this.processes) if (process.state !== 'alive') this.disrupt(process);
+    // Time passing while a holder is frozen, dead or cut off may let its leases run out on the store's clock.
+    for (const process of this.processes) if (process.mayHoldStaleLeases) this.disrupt(process);
     const step = Math.max(1, Math.floor(this.leaseMs / 6));
     for (let moved = 0; moved < ms; moved += step) {
       await this.clock.advance(Math.min(step, ms - moved));
@@ -159,9 +159,9 @@ export class Schedule {
     }
   }
 
-  /** Lets every lease of frozen and dead processes run out on the store's clock. */
+  /** Lets every lease of frozen, dead and cut-off processes run out on the store's clock. */
   async expire(): Promise<void> {
-    const stopped = this.processes.filter((p) => p.state !== 'alive');
+    const stopped = this.processes.filter((p) => p.mayHoldStaleLeases);
     for (const process of stopped) this.disrupt(process);
     await this.advance(this.leaseMs + 1);
     await this.space.expireLeases(stopped.map((p) => p.owner));

@@ -1,4 +1,10 @@
-import type { DurableStore, Fence, JournalEntry, RunStatus } from '@cairn/sdk';
+import {
+  CairnError,
+  type DurableStore,
+  type Fence,
+  type JournalEntry,
+  type RunStatus,
+} from '@cairn/sdk';
 import type { FakeClock } from '../fake-clock.js';
 import type { Ledger } from './ledger.js';
 import { ProcessClock } from './process-clock.js';
@@ -22,7 +28,9 @@ export interface AttemptEnd {
 /**
  * One simulated worker process: its own store instance (its own sessions, on a real server), its own view of
  * the clock, the attempts it runs. It can be frozen (nothing it does proceeds: timers, store calls), thawed,
- * killed (nothing it does reaches the store again), or told to hand its runs over.
+ * killed (nothing it does reaches the store again), cut off from the store for a while (every call fails with a
+ * retryable STORE_UNAVAILABLE, as during a failover, while its timers and effects go on), or told to hand its runs
+ * over.
  */
 export class SimProcess {
   readonly clock: ProcessClock;
@@ -30,6 +38,13 @@ export class SimProcess {
   readonly attempts = new Map<string, Promise<void>>();
   state: 'alive' | 'frozen' | 'dead' = 'alive';
   handingOver = false;
+  /** Cut off from the store: its calls fail before they reach it. */
+  partitioned = false;
+  /**
+   * Was cut off at some time: a lease it could not give back then may outlive its attempt, running out only
+   * with time (which a real store's clock, not the schedule's, measures).
+   */
+  wasCutOff = false;
   /** The store as this process uses it: calls held while frozen, refused once dead, writes seen by the ledger. */
   readonly store: DurableStore;
   private thawed: Array<() => void> = [];
@@ -51,6 +66,16 @@ export class SimProcess {
 
   get dead(): boolean {
     return this.state === 'dead';
+  }
+
+  /** Alive, and its calls reach the store. */
+  get reachable(): boolean {
+    return this.state === 'alive' && !this.partitioned;
+  }
+
+  /** May hold leases no attempt of it will renew or give back: frozen, dead, or cut off now or before. */
+  get mayHoldStaleLeases(): boolean {
+    return !this.reachable || this.wasCutOff;
   }
 
   /** Can start new attempts: alive and not handing over. */
@@ -82,6 +107,11 @@ export class SimProcess {
     if (this.state === 'frozen') await new Promise<void>((resolve) => this.thawed.push(resolve));
     // It may have died while it was frozen.
     if (this.dead) throw new ProcessDied(this.name);
+    if (this.partitioned) {
+      throw new CairnError('STORE_UNAVAILABLE', `process ${this.name} cannot reach the store`, {
+        retryable: true,
+      });
+    }
   }
 
   private wrap(): DurableStore {

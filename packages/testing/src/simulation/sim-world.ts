@@ -3,6 +3,7 @@ import {
   defineAgent,
   definePlanner,
   defineTool,
+  reservedRunIdPrefix,
   type Agent,
   type Model,
   type ModelRequest,
@@ -43,9 +44,11 @@ export function usageOf(model: 'booker' | 'trip' | 'concierge', turn: number): U
   return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
 }
 
-/** The root run id a run belongs to: a child's id starts with its root's. */
+/** The root run id a run belongs to: a child's id (`childRunId`) holds its root's, up to the last `/`. */
 export function rootIdOf(runId: string): string {
-  return runId.split('/')[0]!;
+  return runId.startsWith(reservedRunIdPrefix)
+    ? runId.slice(reservedRunIdPrefix.length, runId.lastIndexOf('/'))
+    : runId;
 }
 
 const firstUser = (request: ModelRequest) => {

@@ -1,0 +1,42 @@
+import type { ClaimableOptions } from '@cairn/sdk';
+import type { StoreContext } from './context.js';
+import { scoredEntries } from './indexes.js';
+import { bucketCount } from './keys.js';
+import { claimableRuns } from './lua/claimable.js';
+
+/**
+ * What `claimable` returns: one read-only script per bucket reads the bucket's due entries of its claimable set
+ * and checks each candidate's record there, so a poll costs O(buckets + claimable runs) commands and reads no
+ * held run; the buckets' answers are merged oldest first (by score, ties by id). With `reclaimOwner` each
+ * bucket's held runs are read as well (see the script), a slower path taken by a restarted worker.
+ */
+export async function claimableIds(
+  ctx: StoreContext,
+  { limit, definitions, reclaimOwner }: ClaimableOptions,
+): Promise<string[]> {
+  if (definitions.length === 0 || limit <= 0) return [];
+  const wanted = definitions.flatMap((d) => [d.kind, d.name]);
+  const perBucket = await Promise.all(
+    Array.from({ length: bucketCount }, async (_, bucket) =>
+      scoredEntries(
+        await ctx.gate.script(
+          'find claimable runs',
+          claimableRuns,
+          [ctx.keys.claimable(bucket)],
+          [
+            ctx.keys.runKeyPrefix(bucket, 'run'),
+            ctx.keys.runKeyPrefix(bucket, 'lease'),
+            String(Math.ceil(limit)),
+            reclaimOwner ?? '',
+            ...wanted,
+          ],
+        ),
+      ),
+    ),
+  );
+  return perBucket
+    .flat()
+    .sort((a, b) => a.score - b.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .slice(0, limit)
+    .map((entry) => entry.id);
+}

@@ -1,0 +1,88 @@
+import { claimableStatuses, type RunStatus } from '@cairn/sdk';
+import type { Redis } from 'ioredis';
+// Test helpers that reach into the key layout: where a run's index entries are is what they check.
+import { allStatuses, bucketCount, bucketOf, type KeySpace } from '../src/keys.js';
+
+/** Where a run is indexed, over every bucket. */
+export interface Placement {
+  /** `bucket:status` of every status index holding the run. */
+  statuses: string[];
+  /** `bucket:score` of every claimable set holding the run. */
+  claimable: string[];
+}
+
+/** Where `runId` is indexed, looked up in every index of every bucket. */
+export async function placement(admin: Redis, keys: KeySpace, runId: string): Promise<Placement> {
+  const lookups: { bucket: number; status?: string; score: Promise<string | null> }[] = [];
+  for (let bucket = 0; bucket < bucketCount; bucket += 1) {
+    for (const status of allStatuses)
+      lookups.push({ bucket, status, score: admin.zscore(keys.index(bucket, status), runId) });
+    lookups.push({ bucket, score: admin.zscore(keys.claimable(bucket), runId) });
+  }
+  const found: Placement = { statuses: [], claimable: [] };
+  for (const { bucket, status, score } of lookups) {
+    const value = await score;
+    if (value === null) continue;
+    if (status === undefined) found.claimable.push(`${bucket}:${Number(value)}`);
+    else found.statuses.push(`${bucket}:${status}`);
+  }
+  return found;
+}
+
+// Reads a run's hash and its entry in each index of its bucket at one instant, so a write landing meanwhile
+// cannot make them disagree.
+const readEntries = `
+local h = redis.call('HMGET', KEYS[1], 'status', 'order', 'rootId', 'owner', 'leaseUntil')
+local scores = {}
+for i = 2, #KEYS do scores[i - 1] = redis.call('ZSCORE', KEYS[i], ARGV[1]) or '' end
+return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', scores}
+`;
+
+/**
+ * What is wrong in the indexes under `keys.prefix`: a run not in exactly its status's index of its bucket
+ * (scored by its creation order), a claimable entry missing, extra or scored otherwise than its lease's end
+ * while held and its creation order while free, or an entry no run owns. Finds runs with SCAN (a test may).
+ */
+export async function indexMismatches(admin: Redis, keys: KeySpace): Promise<string[]> {
+  const problems: string[] = [];
+  let expectedEntries = 0;
+  let cursor = '0';
+  do {
+    const [next, found] = await admin.scan(
+      cursor,
+      'MATCH',
+      `${keys.prefix}:{b*}:run:*`,
+      'COUNT',
+      500,
+    );
+    cursor = next;
+    for (const key of found) {
+      const runId = key.slice(key.indexOf('}:run:') + '}:run:'.length);
+      const bucket = bucketOf(runId);
+      const indexes = keys.bucketIndexes(bucket);
+      const reply = (await admin.eval(readEntries, 1 + indexes.length, key, ...indexes, runId)) as [
+        ...string[],
+        string[],
+      ];
+      const [status, order, rootId, owner, leaseUntil] = reply as string[];
+      const scores = reply[5] as string[];
+      if (status === '') continue;
+      const claimable = rootId === '' && claimableStatuses.includes(status as RunStatus);
+      expectedEntries += claimable ? 2 : 1;
+      const wanted = allStatuses.map((each) => (each === status ? Number(order) : null));
+      const due = owner !== '' && leaseUntil !== '' ? Number(leaseUntil) * 1000 : Number(order);
+      wanted.push(claimable ? due : null);
+      const got = scores.map((score) => (score === '' ? null : Number(score)));
+      if (JSON.stringify(got) !== JSON.stringify(wanted))
+        problems.push(
+          `run ${JSON.stringify(runId)} (${status}) is indexed ${JSON.stringify(got)}, not ${JSON.stringify(wanted)}`,
+        );
+    }
+  } while (cursor !== '0');
+  let entries = 0;
+  for (let bucket = 0; bucket < bucketCount; bucket += 1)
+    for (const key of keys.bucketIndexes(bucket)) entries += await admin.zcard(key);
+  if (entries !== expectedEntries)
+    problems.push(`the indexes hold ${entries} entries, the runs ${expectedEntries}`);
+  return problems;
+}
