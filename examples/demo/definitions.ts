@@ -116,10 +116,25 @@ export function demoDefinitions(sql: Sql, schema: string) {
       },
     ],
   };
+  const resend = {
+    nodes: [
+      {
+        id: 'itinerary-resent',
+        capability: 'itinerary',
+        input: { hotel: { $ref: 'hotel' } },
+        dependsOn: [],
+      },
+    ],
+  };
   const lisbon = definePlanner({
     name: 'lisbon-trip',
     model: scriptedModel(
-      [{ text: JSON.stringify(plan), usage: { inputTokens: 300, outputTokens: 80 } }],
+      [
+        { text: JSON.stringify(plan), usage: { inputTokens: 300, outputTokens: 80 } },
+        // Asked again only when the kill lands while the itinerary is being sent: told its outcome is unknown,
+        // the model sends it under a new node (a real model would check first).
+        { text: JSON.stringify(resend), usage: { inputTokens: 420, outputTokens: 40 } },
+      ],
       { name: 'o3', provider: 'openai' },
     ),
     capabilities: [
