@@ -17,6 +17,8 @@ export type CairnErrorCode =
   | 'SCHEMA_MISMATCH'
   | 'SNAPSHOT_INVALID'
   | 'RUN_SUSPENDED'
+  | 'RUN_WAITING'
+  | 'RUN_ENDED'
   | 'RUN_CANCELLED'
   | 'RUN_RELEASED'
   | 'RUN_DEAD_LETTERED'
@@ -223,6 +225,34 @@ export class RunSuspendedError extends CairnError {
 }
 brand(RunSuspendedError, 'RunSuspendedError');
 
+/**
+ * The run waits (for a time, a signal, an approval) and holds nothing meanwhile: `execute` and `resume` end with
+ * it once the wait is stored, and `resume` after the wait is due continues the run. A worker takes it up again
+ * by itself. `wait` says what it waits for.
+ */
+export class RunWaitingError extends CairnError {
+  readonly runId: string;
+  readonly wait: JsonValue;
+  constructor(runId: string, wait: JsonValue) {
+    super('RUN_WAITING', `Run "${runId}" is waiting; it continues once its wait is due.`, {
+      data: { runId, wait },
+    });
+    this.name = 'RunWaitingError';
+    this.runId = runId;
+    this.wait = wait;
+  }
+}
+brand(RunWaitingError, 'RunWaitingError');
+
+/** What a store's `signal` throws for a run that already ended: nothing will read the signal. */
+export function runEndedError(runId: string, status: string): CairnError {
+  return new CairnError(
+    'RUN_ENDED',
+    `Run "${runId}" already ended ${status}: it takes no more signals.`,
+    { data: { runId, status } },
+  );
+}
+
 /** The model's final answer did not match the agent's `output` schema. */
 export class OutputValidationError extends CairnError {
   constructor(message: string, issues: JsonValue) {
@@ -336,6 +366,7 @@ const typedErrors = new Map<string, { prototype: object; fields: readonly string
   ['LEASE_LOST', { prototype: LeaseLostError.prototype, fields: ['runId', 'epoch'] }],
   ['LEASE_HELD', { prototype: LeaseHeldError.prototype, fields: ['runId'] }],
   ['RUN_SUSPENDED', { prototype: RunSuspendedError.prototype, fields: ['runId'] }],
+  ['RUN_WAITING', { prototype: RunWaitingError.prototype, fields: ['runId', 'wait'] }],
   ['OUTPUT_INVALID', { prototype: OutputValidationError.prototype, fields: ['issues'] }],
 ]);
 

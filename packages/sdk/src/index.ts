@@ -15,9 +15,11 @@ export {
   PlannerDriftError,
   RunNotFoundError,
   RunSuspendedError,
+  RunWaitingError,
   deserializeError,
   isCairnError,
   notAChildError,
+  runEndedError,
   serializeError,
   snapshotInvalidError,
 } from './errors.js';
@@ -61,6 +63,14 @@ export type {
   StatusUpdate,
   StoredRun,
 } from './store/contract.js';
+export {
+  checkNewSignal,
+  checkRunWait,
+  isWaitDue,
+  maxSignalNameLength,
+  maxSignalPayloadBytes,
+} from './store/waits.js';
+export type { NewSignal, RunSignal, RunWait, SignalReceipt } from './store/waits.js';
 export { memoryStore } from './store/memory-store.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { runDurable } from './runtime/run-durable.js';

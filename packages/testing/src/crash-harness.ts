@@ -110,6 +110,9 @@ function watchWrites(
     adopt: guard('adopt', store.adopt.bind(store)),
     requestCancel: guard('requestCancel', store.requestCancel.bind(store)),
     claimable: store.claimable.bind(store),
+    nextWake: store.nextWake.bind(store),
+    signal: store.signal.bind(store),
+    mailbox: store.mailbox.bind(store),
   };
 }
 

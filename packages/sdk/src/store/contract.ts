@@ -1,13 +1,22 @@
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
+import type { NewSignal, RunSignal, RunWait, SignalReceipt } from './waits.js';
 
 /**
  * Where a run is in its life. `queued` (started by a client, not yet claimed), `running` and `suspended`
- * runs can be resumed; `completed`, `failed`, `cancelled` and `dead_lettered` (its holders kept crashing)
- * are final.
+ * runs can be resumed; a `waiting` run holds no lease until its wait is due (its time came, a signal it waits
+ * for arrived, or a client asked to cancel it); `completed`, `failed`, `cancelled` and `dead_lettered` (its
+ * holders kept crashing) are final.
  */
 export type RunStatus =
-  'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'suspended' | 'dead_lettered';
+  | 'queued'
+  | 'running'
+  | 'waiting'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'suspended'
+  | 'dead_lettered';
 
 /** The statuses a run never leaves. */
 export const terminalStatuses: readonly RunStatus[] = [
@@ -17,7 +26,7 @@ export const terminalStatuses: readonly RunStatus[] = [
   'dead_lettered',
 ];
 
-/** The statuses a worker claims runs in. */
+/** The statuses a worker claims runs in; a `waiting` run is claimed too, once its wait is due. */
 export const claimableStatuses: readonly RunStatus[] = ['queued', 'running', 'suspended'];
 
 /** True when a run in this status is over and resuming it only returns its stored end. */
@@ -62,6 +71,8 @@ export interface RunRecord {
   output?: JsonValue;
   /** Why a run failed, was cancelled or was suspended. */
   error?: SerializedError;
+  /** What a `waiting` run waits for; null in every other status. */
+  wait: RunWait | null;
   /**
    * The lease holder, if any; with `leaseUntil`, tells whether a live worker holds the run. A child run is
    * held by its root run's lease: both fields are the root's.
@@ -95,17 +106,24 @@ export type EffectOutcome =
   | { status: 'error'; error: SerializedError }
   | { status: 'unknown'; error?: SerializedError };
 
-/** A run as loaded: its record and the journal written since its last checkpoint, in order. */
+/** A run as loaded: its record, the journal written since its last checkpoint, and its mailbox, in order. */
 export interface StoredRun {
   run: RunRecord;
   journal: JournalEntry[];
+  /** The signals no checkpoint has consumed yet, oldest first (`Checkpoint.signalsConsumed`). */
+  signals: RunSignal[];
 }
 
 /** What `create` needs to register a new run. */
 export interface NewRun {
   runId: string;
-  /** `queued` for a run a worker should pick up. @defaultValue 'running' */
-  status?: 'queued' | 'running';
+  /**
+   * `queued` for a run a worker should pick up; `waiting` (with `wait`) for one that starts later.
+   * @defaultValue 'running'
+   */
+  status?: 'queued' | 'running' | 'waiting';
+  /** With status `waiting`: when the run may start (a scheduled start). */
+  wait?: RunWait;
   kind: string;
   name: string;
   signature: string;
@@ -138,6 +156,13 @@ export interface Checkpoint {
    * spare the release its own round trip; `release` after it changes nothing. @defaultValue false
    */
   release?: boolean;
+  /** With status `waiting` (and `release`): what the run waits for. */
+  wait?: RunWait;
+  /**
+   * The highest mailbox seq the snapshot accounts for: signals up to it leave the mailbox with this write, so
+   * a signal is consumed exactly when the state that acted on it is stored. Never lowers what is stored.
+   */
+  signalsConsumed?: number;
 }
 
 /** A status change that keeps the checkpoint and journal. */
@@ -185,11 +210,21 @@ export interface SnapshotStore {
   append(fence: Fence, entries: readonly JournalEntry[]): Promise<void>;
   /**
    * Changes only the status (and error), keeping the snapshot and the journal: how a run is marked
-   * suspended or cancelled without losing what its journal holds.
+   * suspended or cancelled without losing what its journal holds. Never `waiting`: a wait is a checkpoint.
    */
   updateStatus(fence: Fence, update: StatusUpdate): Promise<void>;
   /** Runs matching the filter, oldest first. */
   list(filter?: RunFilter): Promise<RunRecord[]>;
+  /**
+   * Puts a signal in a run's mailbox, durably, whoever holds the run: it is delivered to the run's step
+   * function by the checkpoint that consumes it, and wakes the run when it waits for that name. A signal with an
+   * idempotency key the run's mailbox saw before (consumed or not) is not added again (`duplicate`). Throws
+   * `RunNotFoundError` for an unknown run, `RUN_ENDED` for one in a final status, `INVALID_ARGUMENT` for a
+   * child run (signal its root) or a signal `checkNewSignal` refuses.
+   */
+  signal(runId: string, signal: NewSignal): Promise<SignalReceipt>;
+  /** The signals in a run's mailbox no checkpoint consumed yet, oldest first; empty for an unknown run. */
+  mailbox(runId: string): Promise<RunSignal[]>;
   /**
    * Removes a run with its journal and its child runs; true when it existed. Refused with `LeaseHeldError`
    * while a live lease holds it (for a child, its root's), decided on the store's clock in the same step.
@@ -247,6 +282,11 @@ export interface AcquireOptions {
 /** Which runs a worker can run. */
 export interface ClaimableOptions {
   limit: number;
+  /**
+   * The claimer's clock reading, which decides whether a waiting run's time has come (wait times are written
+   * on the runtime's clock). @defaultValue the store's clock
+   */
+  now?: number;
   /** The definitions the worker has, by kind and name. */
   definitions: ReadonlyArray<{ kind: string; name: string }>;
   /** Include runs still leased to this owner (see `AcquireOptions.reclaimOwn`). */
@@ -284,10 +324,16 @@ export interface LeaseStore {
    */
   adopt(childRunId: string, parent: Lease): Promise<Lease | undefined>;
   /**
-   * Ids of runs a worker may claim now, oldest first: in a claimable status, of one of the definitions,
-   * not a child run, and not held by a live owner. A hint: `acquire` still decides.
+   * Ids of runs a worker may claim now, oldest first: in a claimable status (a waiting run once its wait is
+   * due or a cancel was asked), of one of the definitions, not a child run, and not held by a live owner. A
+   * hint: `acquire` still decides.
    */
   claimable(options: ClaimableOptions): Promise<string[]>;
+  /**
+   * The earliest time (on the clock waits are written on) a waiting run of these definitions becomes due by
+   * its time, or null when none waits for a time: how a worker sets a timer instead of polling for wake-ups.
+   */
+  nextWake(definitions: ClaimableOptions['definitions']): Promise<number | null>;
   /**
    * Claims up to `limit` claimable runs at once, oldest first, each as `acquire` would, skipping runs another
    * claimer is taking at the same moment, and returns their leases (with `claimed` set). How workers claim

@@ -1,5 +1,12 @@
 import { systemClock, type Clock } from '../clock.js';
-import { LeaseHeldError, LeaseLostError, notAChildError, RunNotFoundError } from '../errors.js';
+import {
+  CairnError,
+  LeaseHeldError,
+  LeaseLostError,
+  notAChildError,
+  RunNotFoundError,
+  runEndedError,
+} from '../errors.js';
 import { jsonClone } from '../json.js';
 import type {
   AcquireOptions,
@@ -16,6 +23,7 @@ import type {
   StoredRun,
 } from './contract.js';
 import { claimableStatuses, isTerminalStatus, terminalStatuses } from './contract.js';
+import { checkNewSignal, checkRunWait, isWaitDue, type RunSignal } from './waits.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -30,6 +38,10 @@ interface MemoryRun {
   highestSeq: number;
   /** The journal seq the stored checkpoint accounts for. */
   checkpointSeq: number;
+  /** Every signal accepted, consumed ones included (their idempotency keys still count). */
+  signals: RunSignal[];
+  /** The highest signal seq a checkpoint consumed. */
+  signalsConsumed: number;
 }
 
 /**
@@ -55,6 +67,21 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       record.leaseUntil = root?.leaseUntil ?? null;
     }
     return record;
+  }
+
+  function unconsumed(run: MemoryRun): RunSignal[] {
+    return run.signals.filter((signal) => signal.seq > run.signalsConsumed);
+  }
+
+  /** Claimable now: a run that does not wait, or one whose wait is due or whose cancel was asked. */
+  function isAwake(run: MemoryRun, now: number): boolean {
+    const { record } = run;
+    if (record.status !== 'waiting') return claimableStatuses.includes(record.status);
+    return (
+      record.cancelRequested ||
+      record.wait === null ||
+      isWaitDue(record.wait, unconsumed(run), now)
+    );
   }
 
   function isHeld(run: MemoryRun, now: number): boolean {
@@ -105,7 +132,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       recoveries: record.recoveries,
       cancelRequested: record.cancelRequested,
       takenFrom,
-      claimed: { run: view(run), journal: jsonClone(run.journal) },
+      claimed: { run: view(run), journal: jsonClone(run.journal), signals: jsonClone(unconsumed(run)) },
     };
   }
 
@@ -132,6 +159,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         rootRunId = parent.rootRunId ?? parent.runId;
       }
       if (staleChild) deleteWithChildren(init.runId);
+      const status = init.status ?? 'running';
+      const wait = status === 'waiting' ? checkRunWait(init.wait as never) : null;
       const now = clock.now();
       const record: RunRecord = {
         runId: init.runId,
@@ -139,7 +168,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         kind: init.kind,
         name: init.name,
         signature: init.signature,
-        status: init.status ?? 'running',
+        status,
+        wait: jsonClone(wait),
         epoch: 0,
         snapshot: jsonClone(init.snapshot),
         owner: null,
@@ -159,6 +189,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         journal: [],
         highestSeq: -Infinity,
         checkpointSeq: -Infinity,
+        signals: [],
+        signalsConsumed: 0,
       };
       runs.set(init.runId, run);
       notify();
@@ -168,10 +200,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     async load(runId): Promise<StoredRun | undefined> {
       const run = runs.get(runId);
       if (run === undefined) return undefined;
-      return { run: view(run), journal: jsonClone(run.journal) };
+      return { run: view(run), journal: jsonClone(run.journal), signals: jsonClone(unconsumed(run)) };
     },
 
     async save(target, checkpoint: Checkpoint) {
+      if (checkpoint.status === 'waiting') {
+        checkRunWait(checkpoint.wait as never);
+        if (checkpoint.release !== true || target.root !== undefined) {
+          throw new CairnError(
+            'INVALID_ARGUMENT',
+            'A wait is written by the holder of a run’s own lease, releasing it.',
+          );
+        }
+      }
       const run = fence(target, checkpoint.status);
       // Saving the final status it already has again is a retried write: it changes nothing.
       if (isTerminalStatus(run.record.status)) return;
@@ -188,6 +229,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         status: copy.status,
         signature: copy.signature,
         snapshot: copy.snapshot,
+        wait: copy.status === 'waiting' ? (copy.wait ?? null) : null,
         updatedAt: clock.now(),
       };
       delete record.output;
@@ -197,6 +239,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       run.record = record;
       run.checkpointSeq = copy.journalSeq;
       run.journal = run.journal.filter((entry) => entry.seq > copy.journalSeq);
+      if (copy.signalsConsumed !== undefined && copy.signalsConsumed > run.signalsConsumed) {
+        run.signalsConsumed = Math.min(copy.signalsConsumed, run.signals.length);
+      }
+      if (copy.status === 'waiting') notify();
     },
 
     async append(target, entries) {
@@ -211,10 +257,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     },
 
     async updateStatus(target, update) {
+      if (update.status === 'waiting') {
+        throw new CairnError('INVALID_ARGUMENT', 'A run starts waiting with a checkpoint, not a status change.');
+      }
       const run = fence(target, update.status);
       if (isTerminalStatus(run.record.status)) return;
       const copy = jsonClone(update);
       run.record.status = copy.status;
+      run.record.wait = null;
       delete run.record.error;
       if (copy.error !== undefined) run.record.error = copy.error;
       run.record.updatedAt = clock.now();
@@ -236,6 +286,35 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         )
         .sort((a, b) => a.record.createdAt - b.record.createdAt);
       return (filter.limit === undefined ? matching : matching.slice(0, filter.limit)).map(view);
+    },
+
+    async signal(runId, signal) {
+      const checked = checkNewSignal(signal);
+      const run = runs.get(runId);
+      if (run === undefined) throw new RunNotFoundError(runId);
+      const { record } = run;
+      if (record.rootRunId !== null) {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          `Run "${runId}" is a child run: signal its root run "${record.rootRunId}".`,
+          { data: { runId, rootRunId: record.rootRunId } },
+        );
+      }
+      if (isTerminalStatus(record.status)) throw runEndedError(runId, record.status);
+      if (checked.idempotencyKey !== null) {
+        const first = run.signals.find((s) => s.idempotencyKey === checked.idempotencyKey);
+        if (first !== undefined) return { seq: first.seq, duplicate: true };
+      }
+      const seq = run.signals.length + 1;
+      run.signals.push({ seq, ...jsonClone(checked), at: clock.now() });
+      record.updatedAt = clock.now();
+      if (record.status === 'waiting') notify();
+      return { seq, duplicate: false };
+    },
+
+    async mailbox(runId) {
+      const run = runs.get(runId);
+      return run === undefined ? [] : jsonClone(unconsumed(run));
     },
 
     async delete(runId) {
@@ -276,36 +355,45 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       return claimRun(run, owner, ttlMs, now);
     },
 
-    async claim({ limit, definitions, reclaimOwner, owner, ttlMs, skip = [] }) {
+    async claim({ limit, definitions, reclaimOwner, owner, ttlMs, skip = [], now: wakeNow }) {
       const now = clock.now();
       return [...runs.values()]
         .filter(
-          ({ record }) =>
-            record.rootRunId === null &&
-            !skip.includes(record.runId) &&
-            claimableStatuses.includes(record.status) &&
-            definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
-            isFree(record, now, reclaimOwner),
+          (run) =>
+            run.record.rootRunId === null &&
+            !skip.includes(run.record.runId) &&
+            isAwake(run, wakeNow ?? now) &&
+            claimable(run.record, definitions, now, reclaimOwner),
         )
         .sort((a, b) => a.record.createdAt - b.record.createdAt)
         .slice(0, limit)
         .map((run) => claimRun(run, owner, ttlMs, now));
     },
 
-    async claimable({ limit, definitions, reclaimOwner }: ClaimableOptions) {
+    async claimable({ limit, definitions, reclaimOwner, now: wakeNow }: ClaimableOptions) {
       const now = clock.now();
       return [...runs.values()]
-        .map((run) => run.record)
         .filter(
-          (record) =>
-            record.rootRunId === null &&
-            claimableStatuses.includes(record.status) &&
-            definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
-            isFree(record, now, reclaimOwner),
+          (run) =>
+            run.record.rootRunId === null &&
+            isAwake(run, wakeNow ?? now) &&
+            claimable(run.record, definitions, now, reclaimOwner),
         )
-        .sort((a, b) => a.createdAt - b.createdAt)
+        .sort((a, b) => a.record.createdAt - b.record.createdAt)
         .slice(0, limit)
-        .map((record) => record.runId);
+        .map((run) => run.record.runId);
+    },
+
+    async nextWake(definitions) {
+      const now = clock.now();
+      let earliest: number | null = null;
+      for (const { record } of runs.values()) {
+        const until = record.status === 'waiting' ? record.wait?.until : undefined;
+        if (until === undefined || until === null || record.rootRunId !== null) continue;
+        if (!claimable(record, definitions, now, undefined)) continue;
+        if (earliest === null || until < earliest) earliest = until;
+      }
+      return earliest;
     },
 
     async requestCancel(runId) {
@@ -314,6 +402,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         return false;
       record.cancelRequested = true;
       record.updatedAt = clock.now();
+      // A waiting run has no holder to see the flag: it becomes claimable, and its claimer cancels it.
+      if (record.status === 'waiting') notify();
       return true;
     },
 
@@ -384,6 +474,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       notify();
     },
   };
+}
+
+/** Of one of the definitions, and free to claim. */
+function claimable(
+  record: RunRecord,
+  definitions: ClaimableOptions['definitions'],
+  now: number,
+  reclaimOwner: string | undefined,
+): boolean {
+  return (
+    definitions.some((d) => d.kind === record.kind && d.name === record.name) &&
+    isFree(record, now, reclaimOwner)
+  );
 }
 
 /** Nobody holds the run: no owner, or a lease that ran out (or, to reclaim, this same owner). */

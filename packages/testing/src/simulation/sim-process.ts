@@ -164,6 +164,9 @@ export class SimProcess {
       requestCancel: (runId) => call(() => inner.requestCancel(runId)),
       prune: (options) => call(() => inner.prune(options)),
       claimable: (options) => call(() => inner.claimable(options)),
+      nextWake: (definitions) => call(() => inner.nextWake(definitions)),
+      signal: (runId, signal) => call(() => inner.signal(runId, signal)),
+      mailbox: (runId) => call(() => inner.mailbox(runId)),
       acquire: (runId, options) =>
         call(async () => {
           const lease = await inner.acquire(runId, options);
