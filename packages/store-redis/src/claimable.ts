@@ -6,13 +6,13 @@ import { claimableRuns } from './lua/claimable.js';
 
 /**
  * What `claimable` returns: one read-only script per bucket reads the bucket's due entries of its claimable set
- * and checks each candidate's record there, so a poll costs O(buckets + claimable runs) commands and reads no
- * held run; the buckets' answers are merged oldest first (by score, ties by id). With `reclaimOwner` each
+ * and of its waits set (waits whose time came on the claimer's clock, `now`) and checks each candidate's record
+ * there, so a poll costs O(buckets + claimable runs) commands and reads no held run and no run still waiting; the buckets' answers are merged oldest first (by score, ties by id). With `reclaimOwner` each
  * bucket's held runs are read as well (see the script), a slower path taken by a restarted worker.
  */
 export async function claimableIds(
   ctx: StoreContext,
-  { limit, definitions, reclaimOwner }: ClaimableOptions,
+  { limit, definitions, reclaimOwner, now }: ClaimableOptions,
 ): Promise<string[]> {
   if (definitions.length === 0 || limit <= 0) return [];
   const wanted = definitions.flatMap((d) => [d.kind, d.name]);
@@ -22,12 +22,13 @@ export async function claimableIds(
         await ctx.gate.script(
           'find claimable runs',
           claimableRuns,
-          [ctx.keys.claimable(bucket)],
+          [ctx.keys.claimable(bucket), ctx.keys.waits(bucket)],
           [
             ctx.keys.runKeyPrefix(bucket, 'run'),
             ctx.keys.runKeyPrefix(bucket, 'lease'),
             String(Math.ceil(limit)),
             reclaimOwner ?? '',
+            now === undefined ? '' : String(now),
             ...wanted,
           ],
         ),

@@ -20,7 +20,7 @@ export type Reply = [string, ...unknown[]];
 /**
  * The KEYS of a script on `runId` (the layout the prelude describes): `related` names two keys of another run
  * the script may read or write, which only a single node can give it (on Cluster that run may be in another
- * slot), then the indexes of the run's bucket.
+ * slot), then the run's mailbox, then the indexes of the run's bucket.
  */
 export function scriptKeys(
   ctx: StoreContext,
@@ -30,7 +30,7 @@ export function scriptKeys(
   const own = ctx.keys.run(runId);
   const base = [own.run, own.journal, own.lease, own.children];
   const others = ctx.cluster || related === undefined ? [own.run, own.children] : related;
-  return [...base, ...others, ...ctx.keys.bucketIndexes(bucketOf(runId))];
+  return [...base, ...others, own.mailbox, ...ctx.keys.bucketIndexes(bucketOf(runId))];
 }
 
 /** Runs a script on one run's keys. */

@@ -4,6 +4,7 @@ import { CairnError, type RunStatus } from '@cairn/sdk';
 export const allStatuses = [
   'queued',
   'running',
+  'waiting',
   'suspended',
   'completed',
   'failed',
@@ -42,6 +43,11 @@ export interface RunKeys {
   lease: string;
   /** The set of the run's child run ids, so deleting the run can find them. */
   children: string;
+  /**
+   * The run's mailbox, a hash: `sig:<seq>` the signal's JSON and `name:<seq>` its name while no checkpoint
+   * consumed it, and `key:<idempotency key>` the seq it was first accepted under, kept for the incarnation.
+   */
+  mailbox: string;
 }
 
 /** How the store names its keys under one prefix. */
@@ -52,7 +58,15 @@ export interface KeySpace {
   index(bucket: number, status: RunStatus): string;
   /** The sorted set of the claimable root runs of `bucket`, scored by when each can be claimed (µs). */
   claimable(bucket: number): string;
-  /** The index keys of `bucket`: its status indexes in the order of `allStatuses`, then its claimable set. */
+  /**
+   * The sorted set of the waiting root runs of `bucket` that wait for a time, scored by that time (ms on the
+   * clock of the runtime that wrote the wait, which is why they are not in the claimable set).
+   */
+  waits(bucket: number): string;
+  /**
+   * The index keys of `bucket`: its status indexes in the order of `allStatuses`, then its claimable set, then
+   * its waits set.
+   */
   bucketIndexes(bucket: number): string[];
   /** What a run key of `bucket` starts with; the run id follows. */
   runKeyPrefix(bucket: number, kind: keyof RunKeys): string;
@@ -75,6 +89,7 @@ export function keySpace(prefix: string): KeySpace {
   const tag = (bucket: number) => `${prefix}:{b${bucket}}`;
   const index = (bucket: number, status: RunStatus) => `${tag(bucket)}:index:${status}`;
   const claimable = (bucket: number) => `${tag(bucket)}:claimable`;
+  const waits = (bucket: number) => `${tag(bucket)}:waits`;
   const runKeyPrefix = (bucket: number, kind: keyof RunKeys) => `${tag(bucket)}:${kind}:`;
   return {
     prefix,
@@ -85,11 +100,17 @@ export function keySpace(prefix: string): KeySpace {
         journal: runKeyPrefix(bucket, 'journal') + runId,
         lease: runKeyPrefix(bucket, 'lease') + runId,
         children: runKeyPrefix(bucket, 'children') + runId,
+        mailbox: runKeyPrefix(bucket, 'mailbox') + runId,
       };
     },
     index,
     claimable,
-    bucketIndexes: (bucket) => [...allStatuses.map((s) => index(bucket, s)), claimable(bucket)],
+    waits,
+    bucketIndexes: (bucket) => [
+      ...allStatuses.map((s) => index(bucket, s)),
+      claimable(bucket),
+      waits(bucket),
+    ],
     runKeyPrefix,
     channel: `${prefix}:work`,
   };

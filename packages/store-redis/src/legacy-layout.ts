@@ -14,7 +14,10 @@ function legacyTag(runId: string): string {
   return runId.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-function legacyRunKeys(prefix: string, runId: string): RunKeys {
+/** A run's keys before buckets: that layout had no mailboxes. */
+type LegacyRunKeys = Omit<RunKeys, 'mailbox'>;
+
+function legacyRunKeys(prefix: string, runId: string): LegacyRunKeys {
   const base = `${prefix}:{${legacyTag(runId)}}`;
   return {
     run: `${base}:run`,

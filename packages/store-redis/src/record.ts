@@ -5,6 +5,7 @@ import {
   type JsonValue,
   type RunRecord,
   type RunStatus,
+  type RunWait,
   type SerializedError,
 } from '@cairn/sdk';
 
@@ -62,6 +63,7 @@ export function toRecord(fields: Map<string, string>, root?: Map<string, string>
   const owner = current ? leaseFields?.get('owner') : undefined;
   const leaseUntil = leaseFields?.get('leaseUntil');
   const parentId = fields.get('parentId');
+  const wait = fields.get('wait');
   const record: RunRecord = {
     runId: required(fields, 'runId'),
     incarnation: required(fields, 'incarnation'),
@@ -75,6 +77,7 @@ export function toRecord(fields: Map<string, string>, root?: Map<string, string>
       fields.get('runId'),
       'snapshot',
     ) as JsonValue | null,
+    wait: wait === undefined ? null : (parseField(wait, fields.get('runId'), 'wait') as RunWait),
     owner: owner ?? null,
     leaseUntil: owner !== undefined && leaseUntil !== undefined ? Number(leaseUntil) : null,
     recoveries: Number(fields.get('recoveries') ?? 0),

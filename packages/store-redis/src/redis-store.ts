@@ -1,4 +1,6 @@
 import {
+  CairnError,
+  checkRunWait,
   LeaseHeldError,
   LeaseLostError,
   RunNotFoundError,
@@ -27,6 +29,7 @@ import { requestCancel } from './lua/request-cancel.js';
 import { saveCheckpoint } from './lua/save.js';
 import { updateRunStatus } from './lua/update-status.js';
 import { hashFields, toJournal, toRecord } from './record.js';
+import { checkpointWait, toSignals, waitArgs, waitOperations } from './waits.js';
 
 /** Options of `redisStore`. */
 export interface RedisStoreOptions {
@@ -120,6 +123,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
   const subscribers = new Set<RedisClient>();
   const leases = leaseOperations(ctx, keys.channel);
+  const waits = waitOperations(ctx);
 
   // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
   // that layout's indexes once and refuses to go on while they exist.
@@ -207,6 +211,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     async create(init) {
       await layoutCurrent();
       const { parent } = init;
+      const status = init.status ?? 'running';
+      const wait = status === 'waiting' ? checkRunWait(init.wait as never) : null;
       // On Cluster the parent is checked, and learns of its child, in its own slot first.
       const root =
         parent !== undefined && cluster ? await linkToParent(ctx, init.runId, parent) : ['', ''];
@@ -222,12 +228,13 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
           init.name,
           init.signature,
           JSON.stringify(init.snapshot),
-          init.status ?? 'running',
+          status,
           keys.channel,
           nonce(),
           parent?.runId ?? '',
           parent?.incarnation ?? '',
           ...root,
+          ...waitArgs(wait),
         ],
         parentKeys === undefined ? undefined : [parentKeys.run, parentKeys.children],
       );
@@ -246,18 +253,28 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
       const [run] = await toRecords(ctx, [hashFields(reply[1])]);
-      return { run: run!, journal: toJournal(reply[2], runId) };
+      return {
+        run: run!,
+        journal: toJournal(reply[2], runId),
+        signals: toSignals(reply[3], runId),
+      };
     },
 
-    save: (fence, checkpoint) =>
-      fenced('save a checkpoint', saveCheckpoint, fence, [
+    async save(fence, checkpoint) {
+      const wait = checkpointWait(fence, checkpoint);
+      await fenced('save a checkpoint', saveCheckpoint, fence, [
         checkpoint.status,
         checkpoint.signature,
         JSON.stringify(checkpoint.snapshot),
         json(checkpoint.output),
         json(checkpoint.error),
         String(checkpoint.journalSeq),
-      ]),
+        ...waitArgs(wait),
+        checkpoint.signalsConsumed === undefined ? '' : String(checkpoint.signalsConsumed),
+        checkpoint.release === true ? '1' : '',
+        keys.channel,
+      ]);
+    },
 
     append: (fence, entries) =>
       fenced(
@@ -267,8 +284,16 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         entries.flatMap((entry) => [String(entry.seq), JSON.stringify(entry)]),
       ),
 
-    updateStatus: (fence, update) =>
-      fenced('update a status', updateRunStatus, fence, [update.status, json(update.error)]),
+    async updateStatus(fence, update) {
+      if (update.status === 'waiting') {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          'A run starts waiting with a checkpoint, not a status change.',
+          { data: { runId: fence.runId } },
+        );
+      }
+      await fenced('update a status', updateRunStatus, fence, [update.status, json(update.error)]);
+    },
 
     list: (filter: RunFilter = {}) =>
       scan(
@@ -291,7 +316,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         'request a cancellation',
         requestCancel,
         scriptKeys(ctx, runId),
-        [],
+        [keys.channel],
       );
       return flagged === 1;
     },
@@ -317,6 +342,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       return deleted;
     },
 
+    ...waits,
     ...leases,
     async acquire(runId, options) {
       await layoutCurrent();

@@ -32,16 +32,19 @@ export async function placement(admin: Redis, keys: KeySpace, runId: string): Pr
 // Reads a run's hash and its entry in each index of its bucket at one instant, so a write landing meanwhile
 // cannot make them disagree.
 const readEntries = `
-local h = redis.call('HMGET', KEYS[1], 'status', 'order', 'rootId', 'owner', 'leaseUntil')
+local h = redis.call('HMGET', KEYS[1], 'status', 'order', 'rootId', 'owner', 'leaseUntil', 'cancel', 'wake',
+  'waitUntil')
 local scores = {}
 for i = 2, #KEYS do scores[i - 1] = redis.call('ZSCORE', KEYS[i], ARGV[1]) or '' end
-return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', scores}
+return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', h[6] or '', h[7] or '', h[8] or '', scores}
 `;
 
 /**
  * What is wrong in the indexes under `keys.prefix`: a run not in exactly its status's index of its bucket
  * (scored by its creation order), a claimable entry missing, extra or scored otherwise than its lease's end
- * while held and its creation order while free, or an entry no run owns. Finds runs with SCAN (a test may).
+ * while held and its creation order while free (a waiting run has one only once a cancel was asked or a signal
+ * it waits for came), a waits entry missing, extra or scored otherwise than the wait's time, or an entry no run
+ * owns. Finds runs with SCAN (a test may).
  */
 export async function indexMismatches(admin: Redis, keys: KeySpace): Promise<string[]> {
   const problems: string[] = [];
@@ -64,14 +67,20 @@ export async function indexMismatches(admin: Redis, keys: KeySpace): Promise<str
         ...string[],
         string[],
       ];
-      const [status, order, rootId, owner, leaseUntil] = reply as string[];
-      const scores = reply[5] as string[];
+      const [status, order, rootId, owner, leaseUntil, cancel, wake, waitUntil] = reply as string[];
+      const scores = reply[8] as string[];
       if (status === '') continue;
-      const claimable = rootId === '' && claimableStatuses.includes(status as RunStatus);
-      expectedEntries += claimable ? 2 : 1;
+      const waiting = rootId === '' && status === 'waiting';
+      const claimable =
+        rootId === '' &&
+        (claimableStatuses.includes(status as RunStatus) ||
+          (waiting && (cancel === '1' || wake === '1')));
+      const timed = waiting && waitUntil !== '';
+      expectedEntries += 1 + (claimable ? 1 : 0) + (timed ? 1 : 0);
       const wanted = allStatuses.map((each) => (each === status ? Number(order) : null));
       const due = owner !== '' && leaseUntil !== '' ? Number(leaseUntil) * 1000 : Number(order);
       wanted.push(claimable ? due : null);
+      wanted.push(timed ? Number(waitUntil) : null);
       const got = scores.map((score) => (score === '' ? null : Number(score)));
       if (JSON.stringify(got) !== JSON.stringify(wanted))
         problems.push(

@@ -5,7 +5,11 @@ import type { Cluster } from 'ioredis';
 import { bucketCount, keySpace } from '../src/keys.js';
 
 /** Every status a run can be in, each with an index. */
-export const everyStatus: readonly RunStatus[] = [...claimableStatuses, ...terminalStatuses];
+export const everyStatus: readonly RunStatus[] = [
+  ...claimableStatuses,
+  'waiting',
+  ...terminalStatuses,
+];
 
 /** The run ids each status lists, as the store's public `list({ status })` returns them. */
 export async function listedByStatus(store: RedisStore): Promise<Map<RunStatus, string[]>> {

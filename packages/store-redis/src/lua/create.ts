@@ -8,7 +8,8 @@ import { prelude } from './prelude.js';
  * and the child added to its set in this script. On Cluster the store did both beforehand (`link-child`) and
  * passes the root it found.
  * ARGV: runId, kind, name, signature, snapshot JSON, status, pub/sub channel, the new incarnation, parent id or
- * '', parent incarnation or '', root id, root incarnation (Cluster).
+ * '', parent incarnation or '', root id, root incarnation (Cluster), then for a run created `waiting` its wait:
+ * JSON, until or '', signal names joined by NUL (else three '').
  * Returns {'missing'} (no such parent), {'exists', HGETALL} or {'created', HGETALL, replaced incarnation or '',
  * the replaced run's child ids}.
  */
@@ -33,12 +34,15 @@ local replaced = {}
 if old[3] then
   replaced = redis.call('SMEMBERS', KEYS[4])
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7])
 local now = num(now_ms())
 local order = order_us()
 redis.call('HSET', KEYS[1], 'runId', id, 'incarnation', ARGV[8], 'kind', ARGV[2], 'name', ARGV[3],
   'signature', ARGV[4], 'snapshot', ARGV[5], 'status', ARGV[6], 'epoch', '0', 'recoveries', '0',
   'cancel', '0', 'createdAt', now, 'updatedAt', now, 'order', order)
+if ARGV[13] ~= '' then redis.call('HSET', KEYS[1], 'wait', ARGV[13]) end
+if ARGV[14] ~= '' then redis.call('HSET', KEYS[1], 'waitUntil', ARGV[14]) end
+if ARGV[15] ~= '' then redis.call('HSET', KEYS[1], 'waitSignals', ARGV[15]) end
 if parent_id ~= '' then
   redis.call('HSET', KEYS[1], 'parentId', parent_id, 'parentInc', parent_inc, 'rootId', root_id,
     'rootInc', root_inc)

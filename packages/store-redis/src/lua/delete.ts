@@ -2,7 +2,7 @@ import { lua } from '../client.js';
 import { prelude } from './prelude.js';
 
 /**
- * Deletes a run's keys and its entries in its bucket's indexes, and hands back its child run ids for the store to delete next
+ * Deletes a run's keys (its mailbox too) and its entries in its bucket's indexes, and hands back its child run ids for the store to delete next
  * (they live in other slots). ARGV[1] is the mode:
  * - `delete` (ARGV[2] the root id the store expects, or ''): refused while a live lease holds the run, decided
  *   on the server's clock: its own lease, or for a child its root's, read from KEYS[5] (the root's hash) on a
@@ -51,7 +51,7 @@ else
   end
 end
 local children = redis.call('SMEMBERS', KEYS[4])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7])
 if h[7] and linked then redis.call('SREM', KEYS[6], h[1]) end
 unindex(h[1])
 return {'deleted', h[2], h[6], children}

@@ -1,15 +1,22 @@
 import { claimableStatuses, terminalStatuses } from '@cairn/sdk';
 import { allStatuses } from '../keys.js';
 
-/** Where the run's bucket's indexes start in a script's KEYS: the status indexes, then the claimable set. */
-const firstIndexKey = 7;
+/** Where the run's mailbox is in a script's KEYS. */
+const mailboxKey = 7;
+/**
+ * Where the run's bucket's indexes start in a script's KEYS: the status indexes, then the claimable set, then
+ * the waits set.
+ */
+const firstIndexKey = 8;
 const claimableKey = firstIndexKey + allStatuses.length;
+const waitsKey = claimableKey + 1;
 
 /**
  * Lua shared by every script. Key layout: KEYS[1] the run hash, KEYS[2] its journal (a sorted set of entry
  * JSON scored by seq), KEYS[3] its lease key, KEYS[4] the set of its child run ids; KEYS[5] and KEYS[6] keys
- * of related runs (its root's, its parent's: each script says which), then the indexes of the run's bucket (same
- * slot): its status indexes in the order of `allStatuses` and its claimable set. Related runs may live in other
+ * of related runs (its root's, its parent's: each script says which), KEYS[7] its mailbox (see `RunKeys`), then
+ * the indexes of the run's bucket (same slot): its status indexes in the order of `allStatuses`, its claimable
+ * set and its waits set. Related runs may live in other
  * slots, so only a single node gets them: on Cluster, and for a script with no related run, KEYS[5] and KEYS[6]
  * repeat KEYS[1] and KEYS[4] (`linked` is false) and the store does what needs the other runs in separate
  * steps. Numbers are formatted with `num`, since Lua's default formatting loses digits past 14.
@@ -19,6 +26,16 @@ const claimableKey = firstIndexKey + allStatuses.length;
  * `unindex(id)` when the run is gone). A root run in a claimable status is in the claimable set, scored in
  * microseconds on the server's clock from when it can be claimed: its creation order while nobody holds it
  * (FIFO), its lease's end while someone does, so a lease that ran out is due by its score alone.
+ *
+ * A waiting root run is in the claimable set (scored the same way) only once it is awake: a cancel was asked
+ * (`cancel`) or a signal it waits for is in its mailbox (`wake`, kept by the scripts that write a wait or a
+ * signal). One that waits for a time is in the waits set too, scored by `waitUntil` (ms on the clock of the
+ * runtime that wrote the wait, which the claimer passes, so it cannot share the claimable set's scores). One
+ * that waits only for signals that have not come is in neither: it costs a poll nothing.
+ *
+ * The run hash keeps the wait as `wait` (the RunWait's JSON), `waitUntil` and `waitSignals` (its names joined by
+ * NUL), and the mailbox's counters: `signalSeq` (the last seq accepted) and `signalsConsumed` (the cursor);
+ * absent counters are 0.
  *
  * Fenced writes take ARGV[1] epoch, ARGV[2] the holder's token or '', ARGV[3] the holder's deadline (its
  * lease's end, ms on the server's clock) or '', ARGV[4] the settled-run TTL in ms or '', ARGV[5] the run's
@@ -39,22 +56,77 @@ local index_of = { ${allStatuses.map((s, i) => `${s} = ${i + firstIndexKey}`).jo
 local terminal = { ${terminalStatuses.map((s) => `${s} = true`).join(', ')} }
 local claimable = { ${claimableStatuses.map((s) => `${s} = true`).join(', ')} }
 local function unindex(id)
-  for i = ${firstIndexKey}, ${claimableKey} do redis.call('ZREM', KEYS[i], id) end
+  for i = ${firstIndexKey}, ${waitsKey} do redis.call('ZREM', KEYS[i], id) end
 end
 local function reindex()
-  local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'rootId', 'owner', 'leaseUntil')
+  local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'rootId', 'owner', 'leaseUntil',
+    'cancel', 'wake', 'waitUntil')
   local id, status, order = h[1], h[2], h[3]
   if not id then return end
   for s, i in pairs(index_of) do
     if s == status then redis.call('ZADD', KEYS[i], order, id) else redis.call('ZREM', KEYS[i], id) end
   end
-  if h[4] or not claimable[status] then
+  local waiting = status == 'waiting' and not h[4]
+  local awake = claimable[status] or (waiting and (h[7] == '1' or h[8] == '1'))
+  if h[4] or not awake then
     redis.call('ZREM', KEYS[${claimableKey}], id)
   elseif h[5] and h[6] then
     redis.call('ZADD', KEYS[${claimableKey}], num(tonumber(h[6]) * 1000), id)
   else
     redis.call('ZADD', KEYS[${claimableKey}], order, id)
   end
+  if waiting and h[9] then
+    redis.call('ZADD', KEYS[${waitsKey}], h[9], id)
+  else
+    redis.call('ZREM', KEYS[${waitsKey}], id)
+  end
+end
+local function clear_wait()
+  redis.call('HDEL', KEYS[1], 'wait', 'waitUntil', 'waitSignals', 'wake')
+end
+-- The mailbox's bounds: the last seq accepted and the highest one a checkpoint consumed.
+local function mailbox_bounds()
+  local h = redis.call('HMGET', KEYS[1], 'signalSeq', 'signalsConsumed')
+  return tonumber(h[1] or '0'), tonumber(h[2] or '0')
+end
+-- Raises the consumed cursor to upto (never lowers it, never past the last signal) and drops those signals;
+-- their idempotency keys stay.
+local function consume_signals(upto)
+  local last, consumed = mailbox_bounds()
+  local to = math.min(tonumber(upto), last)
+  if to <= consumed then return end
+  for seq = consumed + 1, to do redis.call('HDEL', KEYS[${mailboxKey}], 'sig:' .. seq, 'name:' .. seq) end
+  redis.call('HSET', KEYS[1], 'signalsConsumed', num(to))
+end
+-- The unconsumed signals' JSON, in seq order, read a page at a time (unpack has a limit on arguments).
+local function unconsumed_signals()
+  local last, consumed = mailbox_bounds()
+  local found = {}
+  local seq = consumed + 1
+  while seq <= last do
+    local fields = {}
+    for s = seq, math.min(last, seq + 499) do fields[#fields + 1] = 'sig:' .. s end
+    for _, signal in ipairs(redis.call('HMGET', KEYS[${mailboxKey}], unpack(fields))) do
+      if signal then found[#found + 1] = signal end
+    end
+    seq = seq + 500
+  end
+  return found
+end
+-- True when an unconsumed signal bears one of the names (a set) the run waits for.
+local function mailbox_wakes(names)
+  local last, consumed = mailbox_bounds()
+  for seq = consumed + 1, last do
+    if names[redis.call('HGET', KEYS[${mailboxKey}], 'name:' .. seq) or ''] then return true end
+  end
+  return false
+end
+-- The set of signal names a wait waits for, from waitSignals (the names joined by NUL, which no signal name
+-- holds: no JSON to decode in a script).
+local function wait_names(text)
+  local names = {}
+  if text then for name in string.gmatch(text, '[^%z]+') do names[name] = true end end
+  return names
 end
 local function token_owner(token)
   local _, _, owner = string.match(token, '^(%d+):(%w+):(.*)$')
@@ -79,6 +151,8 @@ local function fence(allow)
 end
 local function settle(status)
   if ARGV[4] == '' or not terminal[status] then return end
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4]}) do redis.call('PEXPIRE', key, ARGV[4]) end
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4], KEYS[${mailboxKey}]}) do
+    redis.call('PEXPIRE', key, ARGV[4])
+  end
 end
 `;

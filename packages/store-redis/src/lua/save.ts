@@ -6,7 +6,17 @@ import { prelude } from './prelude.js';
  * accounts for and drops the journal entries up to it (later ones, written while it was on its way, stay).
  * A checkpoint older than the stored one is a statement that arrived late: refused. Writing the final status
  * the run already has again is a retry: it changes nothing.
- * ARGV[7..]: status, signature, snapshot JSON, output JSON or '', error JSON or '', journal seq.
+ *
+ * In the same write: the mailbox's consumed cursor rises to the seq given (the signals up to it leave the
+ * mailbox, so a signal is consumed exactly when the state that acted on it is stored); a `waiting` status
+ * stores its wait, and marks the run awake (`wake`) when a signal it waits for is already in the mailbox (one
+ * that arrived before the run began to wait); any other status clears the wait. With `release` (a root run's
+ * holder giving it up with this write) the lease is cleared as `release` would, and workers are told on the
+ * channel unless the run ended, so a wait's new time or an awake run is seen at once.
+ *
+ * ARGV[7..]: status, signature, snapshot JSON, output JSON or '', error JSON or '', journal seq, wait JSON or
+ * '', wait until or '', wait signal names joined by NUL or '', signals consumed or '', release ('1' or ''),
+ * channel.
  * Returns a refusal ({'missing'|'recreated'|'stale'|'root'|'late'|'older'} or {'ended', status}) or
  * {'ok'}. Every path reindexes the run from what is stored, so a retry leaves its indexes exact.
  */
@@ -28,13 +38,34 @@ if h[2] and tonumber(seq) < tonumber(h[2]) then
   reindex()
   return {'older'}
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[7], 'signature', ARGV[8], 'snapshot', ARGV[9],
+local status = ARGV[7]
+redis.call('HSET', KEYS[1], 'status', status, 'signature', ARGV[8], 'snapshot', ARGV[9],
   'checkpointSeq', seq, 'updatedAt', num(now_ms()))
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[10]) else redis.call('HDEL', KEYS[1], 'output') end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) else redis.call('HDEL', KEYS[1], 'error') end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', seq)
-settle(ARGV[7])
+if ARGV[16] ~= '' then consume_signals(ARGV[16]) end
+clear_wait()
+if status == 'waiting' then
+  redis.call('HSET', KEYS[1], 'wait', ARGV[13])
+  if ARGV[14] ~= '' then redis.call('HSET', KEYS[1], 'waitUntil', ARGV[14]) end
+  if ARGV[15] ~= '' then
+    redis.call('HSET', KEYS[1], 'waitSignals', ARGV[15])
+    if mailbox_wakes(wait_names(ARGV[15])) then redis.call('HSET', KEYS[1], 'wake', '1') end
+  end
+end
+local released = ARGV[17] == '1' and ARGV[6] == ''
+if released then
+  redis.call('HDEL', KEYS[1], 'owner', 'leaseUntil', 'token')
+  -- The fence passed, so a lease key of this epoch is this holder's.
+  local current = redis.call('GET', KEYS[3])
+  if current and string.match(current, '^(%d+):') == ARGV[1] then redis.call('DEL', KEYS[3]) end
+end
+settle(status)
 reindex()
+if released and not terminal[status] then
+  redis.call('PUBLISH', ARGV[18], redis.call('HGET', KEYS[1], 'runId'))
+end
 return {'ok'}
 `,
 );

@@ -3,7 +3,8 @@ import { prelude } from './prelude.js';
 
 /**
  * A fenced status change that keeps the snapshot and the journal. Writing the final status the run already
- * has again is a retry: it changes nothing. ARGV[7..]: status, error JSON or ''.
+ * has again is a retry: it changes nothing. Never `waiting` (the store refuses it first): it clears the wait.
+ * ARGV[7..]: status, error JSON or ''.
  * Returns a refusal (see `fence`) or {'ok'}. Every path reindexes the run from what is stored,
  * so a retry leaves its indexes exact.
  */
@@ -20,6 +21,7 @@ if terminal[redis.call('HGET', KEYS[1], 'status')] then
   return {'ok'}
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[7], 'updatedAt', num(now_ms()))
+clear_wait()
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[8]) else redis.call('HDEL', KEYS[1], 'error') end
 settle(ARGV[7])
 reindex()

@@ -1,0 +1,122 @@
+import {
+  CairnError,
+  checkNewSignal,
+  checkRunWait,
+  RunNotFoundError,
+  runEndedError,
+  snapshotInvalidError,
+  type Checkpoint,
+  type DurableStore,
+  type Fence,
+  type RunSignal,
+  type RunWait,
+} from '@cairn/sdk';
+import { runScript, type StoreContext } from './context.js';
+import { bucketCount } from './keys.js';
+import { readMailbox } from './lua/mailbox.js';
+import { nextWakeTime } from './lua/next-wake.js';
+import { signalRun } from './lua/signal.js';
+
+/**
+ * A wait as the scripts take it: its JSON, its time ('' for none) and its signal names joined by NUL, so a
+ * script matches names without decoding JSON. A name holding NUL is left out: no signal name holds one, so it
+ * could never match, and splitting on it could make a part of it match. Three '' for no wait.
+ */
+export function waitArgs(wait: RunWait | null): [string, string, string] {
+  if (wait === null) return ['', '', ''];
+  const names = wait.signals.filter((name) => !name.includes('\u0000'));
+  return [
+    JSON.stringify(wait),
+    wait.until === null ? '' : String(wait.until),
+    names.join('\u0000'),
+  ];
+}
+
+/**
+ * The wait a checkpoint stores, checked: only a root run's holder writes one, giving the run up with it (a
+ * waiting run holds no lease). `INVALID_ARGUMENT` otherwise, before anything is written.
+ */
+export function checkpointWait(fence: Fence, checkpoint: Checkpoint): RunWait | null {
+  if (checkpoint.status !== 'waiting') return null;
+  const wait = checkRunWait(checkpoint.wait as RunWait);
+  if (checkpoint.release !== true || fence.root !== undefined) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      'A wait is written by the holder of a run’s own lease, releasing it.',
+      { data: { runId: fence.runId } },
+    );
+  }
+  return wait;
+}
+
+/** Signals from a script's reply (their JSON, in seq order). */
+export function toSignals(reply: unknown, runId: string): RunSignal[] {
+  if (!Array.isArray(reply)) return [];
+  return reply.map((text) => {
+    try {
+      return JSON.parse(String(text)) as RunSignal;
+    } catch {
+      throw snapshotInvalidError(runId, 'a signal in its mailbox is not JSON');
+    }
+  });
+}
+
+/** The mailbox half of the store: `signal`, `mailbox`, and `nextWake` over the buckets' waits sets. */
+export function waitOperations(
+  ctx: StoreContext,
+): Pick<DurableStore, 'signal' | 'mailbox' | 'nextWake'> {
+  const { keys, gate } = ctx;
+  return {
+    async signal(runId, signal) {
+      const checked = checkNewSignal(signal);
+      const reply = await runScript(ctx, 'signal a run', signalRun, runId, [
+        JSON.stringify(checked),
+        checked.name,
+        checked.idempotencyKey ?? '',
+        keys.channel,
+      ]);
+      switch (reply[0]) {
+        case 'ok':
+          return { seq: Number(reply[1]), duplicate: false };
+        case 'duplicate':
+          return { seq: Number(reply[1]), duplicate: true };
+        case 'missing':
+          throw new RunNotFoundError(runId);
+        case 'child':
+          throw new CairnError(
+            'INVALID_ARGUMENT',
+            `Run "${runId}" is a child run: signal its root run "${String(reply[1])}".`,
+            { data: { runId, rootRunId: String(reply[1]) } },
+          );
+        case 'ended':
+          throw runEndedError(runId, String(reply[1]));
+        default:
+          throw new CairnError(
+            'STORE_FAILED',
+            `Unexpected reply "${reply[0]}" to signal run "${runId}".`,
+          );
+      }
+    },
+
+    async mailbox(runId) {
+      return toSignals(await runScript(ctx, 'read a mailbox', readMailbox, runId, []), runId);
+    },
+
+    async nextWake(definitions) {
+      if (definitions.length === 0) return null;
+      const wanted = definitions.flatMap((d) => [d.kind, d.name]);
+      const times = await Promise.all(
+        Array.from({ length: bucketCount }, (_, bucket) =>
+          gate.script(
+            'find the next wake-up',
+            nextWakeTime,
+            [keys.waits(bucket)],
+            [keys.runKeyPrefix(bucket, 'run'), keys.runKeyPrefix(bucket, 'lease'), ...wanted],
+          ),
+        ),
+      );
+      const found = times.filter((time) => typeof time === 'string').map(Number);
+      return found.length === 0 ? null : Math.min(...found);
+    },
+  };
+}
