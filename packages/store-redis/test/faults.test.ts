@@ -243,6 +243,9 @@ if (reason !== undefined) {
         for (const attempt of [
           () => store.load('r'),
           () => store.acquire('r', { owner: 'w', ttlMs: long }),
+          () => store.signal('r', { name: 'go', payload: 1, idempotencyKey: 'k' }),
+          () => store.mailbox('r'),
+          () => store.nextWake([{ kind: 'agent', name: 'faults' }]),
         ]) {
           const error = await outcome(attempt());
           expect(error).toBeInstanceOf(CairnError);

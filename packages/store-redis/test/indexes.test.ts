@@ -1,18 +1,11 @@
-import { redisStore, type RedisStore } from '@cairn/store-redis';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 // The tests reach into the key layout: where a run's index entries are is what they check.
-import { bucketOf, keySpace, type KeySpace } from '../src/keys.js';
+import { bucketOf, type KeySpace } from '../src/keys.js';
 import { indexMismatches, placement } from './index-placement.js';
-import { noRedisServer, startOwnCluster, type OwnCluster } from './redis-server.js';
-import {
-  connect,
-  createRedisHarness,
-  skippedBecause,
-  sleep,
-  uniquePrefix,
-  type RedisHarness,
-} from './support.js';
+import { describeOnNodeAndCluster, type OpenedStore, type SlotOf } from './node-and-cluster.js';
+import { noRedisServer } from './redis-server.js';
+import { skippedBecause, sleep } from './support.js';
 
 // Issue 20, points 2 and 3: a run's index entries are written by the script that writes the run, so after every
 // write path, retried or not, a run is in exactly its status's index of its own bucket, and in its bucket's
@@ -35,14 +28,8 @@ async function expectIndexed(admin: Redis, keys: KeySpace): Promise<void> {
   expect(await indexMismatches(admin, keys)).toEqual([]);
 }
 
-/**
- * Registers the tests on the stores `open` gives; `slotOf` asks a Cluster node (`CLUSTER KEYSLOT`) for a key's
- * slot, as a single node cannot.
- */
-function indexTests(
-  open: () => Promise<{ store: RedisStore; admin: Redis; keys: KeySpace }>,
-  slotOf: (key: string) => Promise<unknown>,
-) {
+/** Registers the tests on the stores `open` gives. */
+function indexTests(open: () => Promise<OpenedStore>, slotOf: SlotOf) {
   it('keeps a run in exactly its status index and its claimable entry exact after every write path', async () => {
     const { store, admin, keys } = await open();
     await store.create(run('root'));
@@ -147,41 +134,5 @@ const reason = noRedisServer();
 if (reason !== undefined) {
   skippedBecause(reason);
 } else {
-  let cluster: OwnCluster;
-  let clusterAdmin: Redis;
-  const opened: Redis[] = [];
-  const harnesses: RedisHarness[] = [];
-  beforeAll(async () => {
-    cluster = await startOwnCluster();
-    clusterAdmin = await connect(cluster.url);
-  });
-  afterAll(async () => {
-    for (const harness of harnesses) await harness.close();
-    for (const client of opened) client.disconnect();
-    clusterAdmin?.disconnect();
-    await cluster?.stop();
-  });
-  const slotOf = (key: string) => clusterAdmin.call('CLUSTER', 'KEYSLOT', key);
-
-  describe('on a single node', () => {
-    indexTests(async () => {
-      const harness = await createRedisHarness('indexes');
-      harnesses.push(harness);
-      const admin = await connect();
-      opened.push(admin);
-      return { store: await harness.store(), admin, keys: keySpace(harness.prefix) };
-    }, slotOf);
-  });
-
-  describe('on a one-node Cluster', () => {
-    indexTests(async () => {
-      const prefix = uniquePrefix('indexes');
-      // The node owns every slot, so a plain client may read any key of it.
-      return {
-        store: redisStore({ client: await cluster.open(), prefix }),
-        admin: clusterAdmin,
-        keys: keySpace(prefix),
-      };
-    }, slotOf);
-  });
+  describeOnNodeAndCluster('indexes', indexTests);
 }

@@ -121,6 +121,10 @@ function migrationTests(
     const held = await store.load('held');
     expect(held?.run).toMatchObject({ owner: 'w', epoch: 3, snapshot: { at: 'held' } });
     expect(held?.journal.map((entry) => entry.seq)).toEqual([1, 2]);
+    // The old layout had no waits and no mailboxes: a migrated run waits for nothing, its mailbox is empty.
+    expect(held?.run.wait).toBeNull();
+    expect(held?.signals).toEqual([]);
+    expect((await store.list()).every((r) => r.wait === null)).toBe(true);
     expect((await store.load('held/child'))?.run).toMatchObject({ owner: 'w', rootRunId: 'held' });
     // The held run keeps its live lease; the others are claimable, oldest first.
     expect(await store.claimable({ limit: 10, definitions })).toEqual(['queued{1}', 'lost']);
