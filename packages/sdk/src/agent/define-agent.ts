@@ -22,10 +22,14 @@ import type {
   EffectContext,
   RetryPolicy,
 } from '../runtime/step-function.js';
+import { checkRunId } from '../run-id.js';
 import { structuralSignature } from '../signature.js';
+import type { SignalReceipt } from '../store/waits.js';
 import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
+import { sendApprovalDecision, agentSignals } from './agent-signals.js';
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
+import type { ApprovalPolicy } from './agent-waits.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
@@ -46,6 +50,12 @@ export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
   tracerProvider?: TracerProvider;
   /** Retries of `retryable` model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
+  /**
+   * Tool calls that wait for a person's decision before they run (`client.approve` / `client.reject`, or
+   * `agent.approve` / `agent.reject`). Not part of the signature: a run decides each call once, under the
+   * policy it met.
+   */
+  approval?: ApprovalPolicy;
 }
 
 /** The output type of an agent: the schema's output, or the final text. */
@@ -82,6 +92,36 @@ export interface Agent<Output = unknown> {
   execute(input: string, options?: ExecuteOptions): Promise<AgentResult<Output>>;
   /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
   resume(runId: string, options?: ResumeOptions): Promise<AgentResult<Output>>;
+  /**
+   * Approves a tool call a run waits on (the run's `wait.detail.approvals` lists them, with the `argsHash` an
+   * approval must name). The first decision on a call counts; then `resume` (or a worker) continues the run.
+   */
+  approve(
+    runId: string,
+    callId: string,
+    options: { argsHash: string; by?: string },
+  ): Promise<SignalReceipt>;
+  /** Rejects a tool call a run waits on: the model reads the reason as the call's result. */
+  reject(
+    runId: string,
+    callId: string,
+    options?: { reason?: string; by?: string },
+  ): Promise<SignalReceipt>;
+  /** A user message the run adds to its conversation at its next trip boundary. */
+  followUp(
+    runId: string,
+    content: string,
+    options?: { idempotencyKey?: string },
+  ): Promise<SignalReceipt>;
+  /**
+   * A user message that interrupts the current plan: it ends a wait (calls waiting for a decision are
+   * answered as not approved) and is read before the next model call.
+   */
+  steer(
+    runId: string,
+    content: string,
+    options?: { idempotencyKey?: string },
+  ): Promise<SignalReceipt>;
 }
 
 /** Defines a durable agent. */
@@ -106,11 +146,20 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
       `maxTrips must be a positive integer, got ${maxTrips}.`,
     );
   }
+  for (const name of Object.keys(config.approval?.tools ?? {})) {
+    if (!tools.has(name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Agent "${config.name}" has an approval rule for "${name}", which is not one of its tools.`,
+      );
+    }
+  }
   const shape: AgentShape = {
     tools,
     maxTrips,
     output: config.output,
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
+    approval: config.approval,
   };
   const signature = structuralSignature({
     kind: 'agent',
@@ -136,6 +185,8 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
     checkStoredEffect: checkStoredAgentEffect,
     telemetry: agentTelemetry(config.name, config.model),
+    // Follow-up and steer messages reach it at trip boundaries, not only when a wait ends.
+    receivesSignals: true,
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);
       if (effect.kind === 'tool') return callTool(effect, context);
@@ -178,6 +229,18 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     resumed: run.resumed,
   });
 
+  const store = () => {
+    if (config.durable?.store !== undefined) return config.durable.store;
+    throw new CairnError(
+      'STORE_REQUIRED',
+      `Agent "${config.name}" has no durable store to send signals through: pass durable: { store }.`,
+    );
+  };
+  const message =
+    (name: string) =>
+    (runId: string, content: string, options: { idempotencyKey?: string } = {}) =>
+      store().signal(checkRunId(runId), { name, payload: { content }, ...options });
+
   return {
     kind: 'agent',
     name: config.name,
@@ -187,5 +250,21 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     tracerProvider: config.tracerProvider,
     execute: async (input, options) => toResult(await runner.execute(input, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
+    approve: (runId, callId, { argsHash, by }) =>
+      sendApprovalDecision(store(), checkRunId(runId), {
+        callId,
+        approved: true,
+        argsHash,
+        ...(by === undefined ? {} : { by }),
+      }),
+    reject: (runId, callId, { reason, by } = {}) =>
+      sendApprovalDecision(store(), checkRunId(runId), {
+        callId,
+        approved: false,
+        ...(reason === undefined ? {} : { reason }),
+        ...(by === undefined ? {} : { by }),
+      }),
+    followUp: message(agentSignals.followUp),
+    steer: message(agentSignals.steer),
   };
 }

@@ -92,6 +92,9 @@ class Step {
   run(state: PlannerState, event: StepEvent): PlannerStep {
     if (event.type === 'start')
       return state.phase === 'planning' ? this.askPlanner(state) : this.dispatch(state, true);
+    // A planner never waits and does not take signals: the runtime hands it no other event.
+    if (event.type !== 'settled')
+      throw new CairnError('INVALID_ARGUMENT', `A planner takes no "${event.type}" event.`);
     if (state.phase === 'planning') {
       const settled = event.effects.find((effect) => effect.id === planEffectId(state));
       return this.afterPlanning(state, settled?.outcome ?? { status: 'unknown' });

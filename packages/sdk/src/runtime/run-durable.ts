@@ -7,6 +7,7 @@ import {
   notAChildError,
   RunNotFoundError,
   RunSuspendedError,
+  RunWaitingError,
   serializeError,
 } from '../errors.js';
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
@@ -303,7 +304,8 @@ async function traceAttempt<State, Input, Output>(
       });
     }
     if (error instanceof RunSuspendedError) span.addEvent('cairn.suspended');
-    recordError(span, error);
+    // A wait is how the attempt ends, not an error.
+    if (!(error instanceof RunWaitingError)) recordError(span, error);
     throw error;
   } finally {
     span.end();
@@ -344,6 +346,7 @@ function outcomeOf(error: unknown, attempt: Attempt): string {
   if (stopped === 'lease-lost' || error instanceof LeaseLostError) return 'lease_lost';
   if (stopped === 'cancelled') return 'cancelled';
   if (error instanceof RunSuspendedError) return 'suspended';
+  if (error instanceof RunWaitingError) return 'waiting';
   return 'failed';
 }
 
