@@ -2,7 +2,6 @@ import {
   CairnError,
   checkRunWait,
   LeaseHeldError,
-  LeaseLostError,
   RunNotFoundError,
   terminalStatuses,
   type ClaimableOptions,
@@ -15,7 +14,8 @@ import {
 import type { Cluster, Redis } from 'ioredis';
 import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
 import { Gate, type LuaScript, type RedisClient } from './client.js';
-import { runScript, scriptKeys, type Reply, type StoreContext } from './context.js';
+import { runScript, scriptKeys, type StoreContext } from './context.js';
+import { refusal } from './refusal.js';
 import { Holdings } from './holdings.js';
 import { claimableIds } from './claimable.js';
 import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
@@ -81,30 +81,6 @@ export interface RedisStore extends DurableStore, AsyncDisposable {
 }
 
 const pageSize = 200;
-
-function refusal(fence: Fence, reply: Reply): LeaseLostError {
-  const { runId, epoch } = fence;
-  switch (reply[0]) {
-    case 'missing':
-      return new LeaseLostError(runId, epoch, 'the run no longer exists');
-    case 'recreated':
-      return new LeaseLostError(runId, epoch, 'the run was deleted and created again');
-    case 'root':
-      return new LeaseLostError(
-        runId,
-        epoch,
-        `the lease of its root run "${fence.root?.runId ?? ''}" was lost`,
-      );
-    case 'late':
-      return new LeaseLostError(runId, epoch, 'its lease ran out before the write reached Redis');
-    case 'ended':
-      return new LeaseLostError(runId, epoch, `the run already ended ${String(reply[1])}`);
-    case 'older':
-      return new LeaseLostError(runId, epoch, 'a newer checkpoint is stored');
-    default:
-      return new LeaseLostError(runId, epoch);
-  }
-}
 
 const json = (value: unknown) => (value === undefined ? '' : JSON.stringify(value));
 

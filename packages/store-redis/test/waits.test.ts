@@ -193,14 +193,16 @@ function waitTests(open: () => Promise<OpenedStore>) {
     const { store, admin, keys } = await open();
     const workers = await listen(store);
     await store.create(queued('r'));
-    await park(store, 'r', { until: null, signals: ['approve'] });
+    // Several names, one of them not ASCII: any one of them wakes it.
+    await park(store, 'r', { until: null, signals: ['steer', 'approve ✓'] });
     const huge = Number.MAX_SAFE_INTEGER;
     expect(await store.claimable({ limit: 10, definitions, now: huge })).toEqual([]);
     expect(await store.nextWake(definitions)).toBeNull();
-    await store.signal('r', { name: 'other', payload: 1 });
+    await store.signal('r', { name: 'approve', payload: 1 });
+    await store.signal('r', { name: 'steer ', payload: 1 });
     expect(await store.claimable({ limit: 10, definitions, now: huge })).toEqual([]);
     const told = workers.next();
-    await store.signal('r', { name: 'approve', payload: { ok: true } });
+    await store.signal('r', { name: 'approve ✓', payload: { ok: true } });
     expect(await told).toBe(true);
     expect(await store.claimable({ limit: 10, definitions })).toEqual(['r']);
     expect(await indexMismatches(admin, keys)).toEqual([]);
@@ -212,7 +214,7 @@ function waitTests(open: () => Promise<OpenedStore>) {
       signature: 's',
       snapshot: 4,
       journalSeq: 1,
-      signalsConsumed: 2,
+      signalsConsumed: 3,
     });
     expect(await store.mailbox('r')).toEqual([]);
     expect(await indexMismatches(admin, keys)).toEqual([]);
