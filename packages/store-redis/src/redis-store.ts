@@ -29,7 +29,7 @@ import { requestCancel } from './lua/request-cancel.js';
 import { saveCheckpoint } from './lua/save.js';
 import { updateRunStatus } from './lua/update-status.js';
 import { hashFields, toJournal, toRecord } from './record.js';
-import { checkpointWait, toSignals, waitArgs, waitOperations } from './waits.js';
+import { checkpointWait, consumedArg, toSignals, waitArgs, waitOperations } from './waits.js';
 
 /** Options of `redisStore`. */
 export interface RedisStoreOptions {
@@ -246,7 +246,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         json(checkpoint.error),
         String(checkpoint.journalSeq),
         ...waitArgs(wait),
-        checkpoint.signalsConsumed === undefined ? '' : String(checkpoint.signalsConsumed),
+        consumedArg(checkpoint.signalsConsumed),
         checkpoint.release === true ? '1' : '',
         keys.channel,
       ]);

@@ -49,6 +49,15 @@ export function checkpointWait(fence: Fence, checkpoint: Checkpoint): RunWait | 
   return wait;
 }
 
+/**
+ * A checkpoint's `signalsConsumed` as the save script takes it: whole seqs only (2.5 consumes 1 and 2, as it does
+ * in memory), '' for a value under the first seq (or NaN), which consumes nothing.
+ */
+export function consumedArg(signalsConsumed: number | undefined): string {
+  if (signalsConsumed === undefined || !(signalsConsumed >= 1)) return '';
+  return String(Math.floor(Math.min(signalsConsumed, Number.MAX_SAFE_INTEGER)));
+}
+
 /** Signals from a script's reply (their JSON, in seq order). */
 export function toSignals(reply: unknown, runId: string): RunSignal[] {
   if (!Array.isArray(reply)) return [];
