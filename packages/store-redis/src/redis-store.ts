@@ -99,7 +99,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
   const subscribers = new Set<RedisClient>();
   const leases = leaseOperations(ctx, keys.channel);
-  const waits = waitOperations(ctx);
+  const waits = waitOperations(ctx, layoutCurrent);
 
   // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
   // that layout's indexes once and refuses to go on while they exist.

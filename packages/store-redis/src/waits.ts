@@ -70,14 +70,19 @@ export function toSignals(reply: unknown, runId: string): RunSignal[] {
   });
 }
 
-/** The mailbox half of the store: `signal`, `mailbox`, and `nextWake` over the buckets' waits sets. */
+/**
+ * The mailbox half of the store: `signal`, `mailbox`, and `nextWake` over the buckets' waits sets. Each call
+ * first awaits `layoutCurrent`, which refuses a prefix still in an older key layout (whose runs it cannot see).
+ */
 export function waitOperations(
   ctx: StoreContext,
+  layoutCurrent: () => Promise<void>,
 ): Pick<DurableStore, 'signal' | 'mailbox' | 'nextWake'> {
   const { keys, gate } = ctx;
   return {
     async signal(runId, signal) {
       const checked = checkNewSignal(signal);
+      await layoutCurrent();
       const reply = await runScript(ctx, 'signal a run', signalRun, runId, [
         JSON.stringify(checked),
         checked.name,
@@ -108,11 +113,13 @@ export function waitOperations(
     },
 
     async mailbox(runId) {
+      await layoutCurrent();
       return toSignals(await runScript(ctx, 'read a mailbox', readMailbox, runId, []), runId);
     },
 
     async nextWake(definitions) {
       if (definitions.length === 0) return null;
+      await layoutCurrent();
       const wanted = definitions.flatMap((d) => [d.kind, d.name]);
       const times = await Promise.all(
         Array.from({ length: bucketCount }, (_, bucket) =>

@@ -94,6 +94,9 @@ function migrationTests(
       () => store.list(),
       () => store.claimable({ limit: 10, definitions }),
       () => store.load('held'),
+      () => store.signal('held', { name: 'go', payload: null }),
+      () => store.mailbox('held'),
+      () => store.nextWake(definitions),
     ]) {
       const error = await call().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CairnError);

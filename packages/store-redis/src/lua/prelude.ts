@@ -16,10 +16,9 @@ const waitsKey = claimableKey + 1;
  * JSON scored by seq), KEYS[3] its lease key, KEYS[4] the set of its child run ids; KEYS[5] and KEYS[6] keys
  * of related runs (its root's, its parent's: each script says which), KEYS[7] its mailbox (see `RunKeys`), then
  * the indexes of the run's bucket (same slot): its status indexes in the order of `allStatuses`, its claimable
- * set and its waits set. Related runs may live in other
- * slots, so only a single node gets them: on Cluster, and for a script with no related run, KEYS[5] and KEYS[6]
- * repeat KEYS[1] and KEYS[4] (`linked` is false) and the store does what needs the other runs in separate
- * steps. Numbers are formatted with `num`, since Lua's default formatting loses digits past 14.
+ * set and its waits set. Related runs may live in other slots, so only a single node gets them: on Cluster, and
+ * for a script with no related run, KEYS[5] and KEYS[6] repeat KEYS[1] and KEYS[4] (`linked` is false) and the
+ * store does what needs the other runs in separate steps. Numbers are formatted with `num`, since Lua's default formatting loses digits past 14.
  *
  * `reindex()` puts the run where its stored hash says, in every index of its bucket: a retried write leaves the
  * indexes exact whatever its earlier try did or replied, so each script that writes a run calls it last (and
