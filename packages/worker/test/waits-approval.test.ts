@@ -164,6 +164,27 @@ describe('a run that waits for approval, through a worker and a client', () => {
     expect(types('waiting')).toEqual([]);
   });
 
+  it('cancels a waiting run: at once with no worker running, else the worker it wakes cancels it', async () => {
+    const { clock, store, client } = setup();
+    const { agent, refunds } = refundAgent(store, clock);
+    const { worker, types } = startWorker(store, clock, [agent], 'w1');
+    await worker.start();
+    const alone = await client.start(agent, 'Refund order o-1');
+    const withWorker = await client.start(agent, 'Refund order o-2');
+    await until(() => types('waiting').length === 2 && worker.active().length === 0);
+
+    // The cancel wakes the worker, which claims the run and ends it cancelled (or the client gets there first).
+    expect(['cancelled', 'requested']).toContain(await client.cancel(withWorker.runId));
+    const cancelled = (e: unknown) => e instanceof CairnError && e.code === 'RUN_CANCELLED';
+    await expect(client.result(withWorker.runId, { pollMs: 5 })).rejects.toSatisfy(cancelled);
+
+    await worker.close();
+    expect(await client.cancel(alone.runId)).toBe('cancelled');
+    await expect(client.result(alone.runId, { pollMs: 5 })).rejects.toSatisfy(cancelled);
+    expect(await client.get(alone.runId)).toMatchObject({ status: 'cancelled', waitingFor: null });
+    expect(refunds).toEqual([]);
+  });
+
   it('passes the store’s typed errors through signal', async () => {
     const { clock, store, client } = setup();
     const { agent } = refundAgent(store, clock, { script: [{ text: 'done' }] });
