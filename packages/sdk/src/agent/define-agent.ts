@@ -29,7 +29,7 @@ import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
 import { sendApprovalDecision, agentSignals } from './agent-signals.js';
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
-import type { ApprovalPolicy } from './agent-waits.js';
+import type { ApprovalPolicy } from '../approvals.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
