@@ -198,5 +198,9 @@ describe('a run that waits for approval, through a worker and a client', () => {
     await expect(client.followUp(runId, 'and?')).rejects.toSatisfy(code('RUN_ENDED'));
     const { runId: other } = await client.start(agent, 'hi', { startAt: clock.now() + 60_000 });
     await expect(client.signal(other, '', null)).rejects.toSatisfy(code('INVALID_ARGUMENT'));
+    await expect(
+      client.start(agent, 'hi', { runId: 'r-bad-time', startAt: new Date('not a date') }),
+    ).rejects.toSatisfy(code('INVALID_ARGUMENT'));
+    expect(await client.get('r-bad-time')).toBeUndefined();
   });
 });

@@ -45,6 +45,8 @@ describe('runs that wait for a time, on a worker that never polls', () => {
     const { agent, model } = refundAgent(store, clock, { script: [{ text: 'started' }] });
     const startAt = new Date(clock.now() + 60_000);
     const started = await client.start(agent, 'later', { startAt });
+    // Started by name too: the worker makes its initial state when the time comes.
+    const byName = await client.start({ kind: 'agent', name: 'support' }, 'later too', { startAt });
     expect(started).toMatchObject({ created: true, status: 'waiting' });
     expect((await client.get(started.runId))?.waitingFor).toEqual({
       until: startAt.getTime(),
@@ -61,11 +63,16 @@ describe('runs that wait for a time, on a worker that never polls', () => {
     expect(types('claimed')).toEqual([]);
     expect(model.calls).toHaveLength(0);
     expect((await client.get(started.runId))?.status).toBe('waiting');
+    expect((await client.get(byName.runId))?.status).toBe('waiting');
 
     await clock.advance(1);
     expect(await client.result(started.runId, { pollMs: 5 })).toBe('started');
-    expect(types('claimed')).toMatchObject([{ runId: started.runId, status: 'waiting' }]);
-    expect(model.calls).toHaveLength(1);
+    expect(await client.result(byName.runId, { pollMs: 5 })).toBe('started');
+    expect(types('claimed')).toMatchObject([
+      { runId: started.runId, status: 'waiting' },
+      { runId: byName.runId, status: 'waiting' },
+    ]);
+    expect(model.calls).toHaveLength(2);
   });
 
   it('decides wait times on the worker’s clock, not the store’s', async () => {
