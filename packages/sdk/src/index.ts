@@ -51,7 +51,7 @@ export {
 } from './agent/agent-signals.js';
 export type { ApprovalDecision, PendingApprovalView } from './agent/agent-signals.js';
 export { waitUntilTool } from './agent/agent-waits.js';
-export type { ApprovalPolicy } from './agent/agent-waits.js';
+export type { ApprovalPolicy, HeldCall } from './approvals.js';
 export { claimableStatuses, isTerminalStatus, terminalStatuses } from './store/contract.js';
 export type {
   AcquireOptions,

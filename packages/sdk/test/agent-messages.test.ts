@@ -15,24 +15,24 @@ function setup(script: Script, onTool?: (agent: Agent<string>) => Promise<void>)
   const clock = createFakeClock({ autoAdvance: true });
   const store = memoryStore({ clock });
   const model = scriptedModel(script);
-  let self: Agent<string> | undefined;
+  const self: { agent?: Agent<string> } = {};
   const note = defineTool({
     name: 'note',
     description: 'Takes a note.',
     input: z.object({ text: z.string() }),
     execute: async ({ text }) => {
-      await onTool?.(self!);
+      await onTool?.(self.agent!);
       return { noted: text };
     },
   });
-  self = defineAgent({
+  self.agent = defineAgent({
     name: 'helper',
     model,
     tools: [note, waitUntilTool()],
     maxTrips: 6,
     durable: { store, clock, leaseMs: 10_000 },
   });
-  return { clock, store, model, agent: self };
+  return { clock, store, model, agent: self.agent };
 }
 
 const users = (messages: readonly ModelMessage[]) =>

@@ -1,6 +1,7 @@
 import {
   agentSignals,
   defineAgent,
+  definePlanner,
   defineTool,
   pendingApprovals,
   sendApprovalDecision,
@@ -9,10 +10,12 @@ import {
   type Clock,
   type DurableStore,
   type ModelMessage,
+  type PlannerResult,
 } from '@cairn/sdk';
 import {
   exploreCrashes,
   observeAgent,
+  observePlanner,
   scriptedModel,
   type CrashReport,
   type CrashScenario,
@@ -159,6 +162,74 @@ describe('crash at every boundary of an agent that waits for approval, takes a f
       expect(output).toEqual({ read, letThrough: decide === 'approve' });
       expect(report.baselineSideEffects).toEqual(
         decide === 'approve' ? { 'refund-1': 1, 'note-1': 1 } : { 'note-1': 1 },
+      );
+    },
+  );
+});
+
+describe('crash at every boundary of a planner whose node waits for approval', () => {
+  it.each([true, false])(
+    'approved: %s — the other branch runs once, the held node runs once if approved and never if not',
+    async (approved) => {
+      const report = await exploreCrashes<string, PlannerResult>({
+        input: 'Book the trip',
+        setup() {
+          const sideEffects: Record<string, number> = {};
+          const model = scriptedModel([
+            {
+              text: JSON.stringify({
+                nodes: [
+                  { id: 'hotel', capability: 'pay', input: { cents: 45_000 }, dependsOn: [] },
+                  { id: 'note', capability: 'pay', input: { cents: 300 }, dependsOn: [] },
+                ],
+              }),
+            },
+            {
+              text: JSON.stringify({
+                nodes: [{ id: 'hostel', capability: 'pay', input: { cents: 900 }, dependsOn: [] }],
+              }),
+            },
+          ]);
+          const pay = defineTool({
+            name: 'pay',
+            description: 'Pays, with an idempotency key: safe to send again.',
+            input: z.object({ cents: z.number().int() }),
+            idempotent: true,
+            execute: ({ cents }, ctx) => {
+              sideEffects[ctx.toolCallId] = (sideEffects[ctx.toolCallId] ?? 0) + 1;
+              return { paid: cents };
+            },
+          });
+          return {
+            create: (store, clock) =>
+              definePlanner({
+                name: 'trip',
+                model,
+                capabilities: [{ name: 'pay', description: 'Pay.', executable: pay }],
+                approval: {
+                  capabilities: { pay: (input: { cents: number }) => input.cents > 10_000 },
+                },
+                durable: { store, clock, leaseMs: 30_000 },
+              }),
+            sideEffects: () => sideEffects,
+            modelCalls: () => model.calls.length,
+          };
+        },
+        observe: observePlanner,
+        // A payment in flight at a crash may be sent again (its key makes it safe); a rejected one never.
+        idempotent: (key) => approved || key !== 'hotel',
+        async onWaiting({ store, wait }) {
+          const [held] = pendingApprovals(wait.detail);
+          await sendApprovalDecision(store, runId, {
+            callId: held!.callId,
+            approved,
+            ...(approved ? { argsHash: held!.argsHash } : { reason: 'no' }),
+          }).catch(() => undefined);
+        },
+      });
+      expect(report.violations).toEqual([]);
+      expect(report.baselineSideEffects).toEqual(
+        approved ? { note: 1, hotel: 1 } : { note: 1, hostel: 1 },
       );
     },
   );

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CairnError, RunNotFoundError } from '../errors.js';
+import { checkRunId } from '../run-id.js';
 import { canonicalJson, type JsonValue } from '../json.js';
 import type { SnapshotStore } from '../store/contract.js';
 import type { NewSignal, SignalReceipt } from '../store/waits.js';
@@ -112,4 +113,57 @@ export async function sendApprovalDecision(
     idempotencyKey: `${agentSignals.approval}:${decision.callId}`,
   };
   return store.signal(runId, signal);
+}
+
+/** The decision methods agents and planners share: `approve` and `reject` a held call of one of their runs. */
+export interface ApprovalMethods {
+  /**
+   * Approves a held call (an agent's tool call, a planner's node) a run waits on; its `wait.detail.approvals`
+   * lists them with the `argsHash` an approval must name. The first decision on a call counts; then `resume`
+   * (or a worker) continues the run.
+   */
+  approve(
+    runId: string,
+    callId: string,
+    options: { argsHash: string; by?: string },
+  ): Promise<SignalReceipt>;
+  /** Rejects a held call: an agent's model reads the reason as the call's result; a planner replans. */
+  reject(
+    runId: string,
+    callId: string,
+    options?: { reason?: string; by?: string },
+  ): Promise<SignalReceipt>;
+}
+
+/** `approve` and `reject` through the store `store()` gives (it throws when the definition has none). */
+export function approvalMethods(store: () => SnapshotStore): ApprovalMethods {
+  return {
+    approve: (runId, callId, { argsHash, by }) =>
+      sendApprovalDecision(store(), checkRunId(runId), {
+        callId,
+        approved: true,
+        argsHash,
+        ...(by === undefined ? {} : { by }),
+      }),
+    reject: (runId, callId, { reason, by } = {}) =>
+      sendApprovalDecision(store(), checkRunId(runId), {
+        callId,
+        approved: false,
+        ...(reason === undefined ? {} : { reason }),
+        ...(by === undefined ? {} : { by }),
+      }),
+  };
+}
+
+/** The store a definition sends signals through: its durable store, or `STORE_REQUIRED`. */
+export function signalStore(
+  kind: string,
+  name: string,
+  store: SnapshotStore | undefined,
+): SnapshotStore {
+  if (store !== undefined) return store;
+  throw new CairnError(
+    'STORE_REQUIRED',
+    `The ${kind} "${name}" has no durable store to send signals through: pass durable: { store }.`,
+  );
 }

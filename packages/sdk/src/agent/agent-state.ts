@@ -1,21 +1,7 @@
 import { z } from 'zod';
-import type { JsonValue } from '../json.js';
+import { heldCallSchema, type HeldCall } from '../approvals.js';
 import type { ModelMessage, Usage } from '../model.js';
 import type { SettledEffect } from '../runtime/step-function.js';
-
-/** A tool call held back by the approval policy until a person decides. */
-export interface HeldCall {
-  callId: string;
-  tool: string;
-  args: JsonValue;
-  /** What an approval must name (`toolArgsHash` of `args`). */
-  argsHash: string;
-  /** When the policy's `onTimeout` decides it (ms since the epoch, on the runtime's clock), or null. */
-  deadline: number | null;
-  decision?: { approved: boolean; by?: string; reason?: string };
-  /** Approved and commanded: its outcome arrives as a settled effect. */
-  started?: boolean;
-}
 
 /** A trip whose tool calls are not all answered yet because some wait: for a decision, or for a time. */
 export interface HeldTrip {
@@ -78,20 +64,9 @@ const settledEffect = z.object({
     z.object({ status: z.literal('unknown'), error: jsonValue.optional() }),
   ]),
 });
-const heldCall = z.object({
-  callId: z.string(),
-  tool: z.string(),
-  args: jsonValue,
-  argsHash: z.string(),
-  deadline: z.number().nullable(),
-  decision: z
-    .object({ approved: z.boolean(), by: z.string().optional(), reason: z.string().optional() })
-    .optional(),
-  started: z.boolean().optional(),
-});
 const heldTrip = z.object({
   settled: z.array(settledEffect),
-  approvals: z.array(heldCall),
+  approvals: z.array(heldCallSchema),
   sleep: z
     .object({
       callIds: z.array(z.string()),

@@ -26,16 +26,15 @@ import type { EffectOutcome } from '../store/contract.js';
 import type { RunSignal } from '../store/waits.js';
 import { parseToolArgs, toolCallPolicy, type AnyTool } from '../tool.js';
 import { agentSignals } from './agent-signals.js';
-import type { AgentState, HeldCall, HeldTrip } from './agent-state.js';
 import {
   heldCall,
   needsApproval,
-  sleepUntil,
-  takeSignals,
-  waitDetail,
-  waitToolLimit,
+  rejectionMessage,
   type ApprovalPolicy,
-} from './agent-waits.js';
+  type HeldCall,
+} from '../approvals.js';
+import type { AgentState, HeldTrip } from './agent-state.js';
+import { sleepUntil, takeSignals, waitDetail, waitToolLimit } from './agent-waits.js';
 import { distinctToolCallIds } from './tool-call-ids.js';
 
 /** The parts of an agent definition its step function depends on. */
@@ -282,7 +281,6 @@ function continueHeld(shape: AgentShape, state: AgentState, now: number): AgentS
   const answers: SettledEffect[] = [...held.settled];
   for (const call of held.approvals) {
     if (call.decision?.approved !== false) continue;
-    const { by, reason } = call.decision;
     answers.push({
       id: toolEffectId(trip, call.callId),
       outcome: {
@@ -290,7 +288,7 @@ function continueHeld(shape: AgentShape, state: AgentState, now: number): AgentS
         error: {
           name: 'CairnError',
           code: 'TOOL_REJECTED',
-          message: `This call was not approved${by === undefined ? '' : ` by ${by}`}, so it was not run: ${reason ?? 'no reason was given'}.`,
+          message: rejectionMessage(call.decision),
           retryable: false,
         },
       },

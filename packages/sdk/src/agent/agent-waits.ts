@@ -1,53 +1,11 @@
 import { z } from 'zod';
+import { decideHeldCalls, undecidedViews, type HoldContext } from '../approvals.js';
 import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { RunSignal } from '../store/waits.js';
 import type { Tool } from '../tool.js';
-import {
-  agentSignals,
-  messageText,
-  parseApprovalDecision,
-  toolArgsHash,
-  type PendingApprovalView,
-} from './agent-signals.js';
-import type { AgentState, HeldCall, HeldTrip } from './agent-state.js';
-
-/**
- * Which tool calls wait for a person's decision before they run: per tool, always (`true`) or when a
- * predicate of the call's arguments says so. The predicate runs in the step function: it must be pure.
- */
-export interface ApprovalPolicy {
-  tools: Readonly<Record<string, boolean | ((args: never) => boolean)>>;
-  /** How long a call waits for a decision. @defaultValue no limit */
-  timeoutMs?: number;
-  /**
-   * What an undecided call becomes at its deadline: `reject` answers the model that it was not approved;
-   * `fail` ends the run with `APPROVAL_TIMEOUT`. @defaultValue 'reject'
-   */
-  onTimeout?: 'reject' | 'fail';
-}
-
-/** What a step decides held calls with: the policy, and its event's time. */
-export interface HoldContext {
-  approval: ApprovalPolicy | undefined;
-  now: number;
-}
-
-/** True when the policy holds this call back for a decision. A predicate that throws holds it too. */
-export function needsApproval(
-  policy: ApprovalPolicy | undefined,
-  tool: string,
-  args: unknown,
-): boolean {
-  const rule = policy?.tools[tool];
-  if (rule === undefined || rule === false) return false;
-  if (rule === true) return true;
-  try {
-    return rule(args as never) === true;
-  } catch {
-    return true;
-  }
-}
+import { agentSignals, messageText } from './agent-signals.js';
+import type { AgentState, HeldTrip } from './agent-state.js';
 
 const waitToolBrand = Symbol.for('@cairn/sdk/wait-until-tool');
 const waitInput = z
@@ -97,36 +55,10 @@ export function sleepUntil(args: WaitArgs, now: number, maxSeconds: number): num
   return Math.min(requested, now + maxSeconds * 1000);
 }
 
-/** A call held for approval, as the policy found it. */
-export function heldCall(
-  callId: string,
-  tool: string,
-  args: JsonValue,
-  context: HoldContext,
-): HeldCall {
-  const { timeoutMs } = context.approval ?? {};
-  return {
-    callId,
-    tool,
-    args,
-    argsHash: toolArgsHash(args),
-    deadline: timeoutMs === undefined ? null : context.now + timeoutMs,
-  };
-}
-
 /** What the run's stored wait tells a reader: the calls waiting for a decision, and a sleep. */
 export function waitDetail(held: HeldTrip): JsonValue {
-  const approvals: PendingApprovalView[] = held.approvals
-    .filter((call) => call.decision === undefined)
-    .map(({ callId, tool, args, argsHash, deadline }) => ({
-      callId,
-      tool,
-      args,
-      argsHash,
-      deadline,
-    }));
   return {
-    approvals: approvals as unknown as JsonValue,
+    approvals: undecidedViews(held.approvals),
     ...(held.sleep === undefined ? {} : { sleepingUntil: held.sleep.until }),
   };
 }
@@ -134,7 +66,8 @@ export function waitDetail(held: HeldTrip): JsonValue {
 /**
  * Takes signals into the state: decisions on held calls, and user messages for the inbox (a steer also
  * rejects the calls still waiting and cuts a sleep short). Then applies the policy's timeout to calls past
- * their deadline. Signals of other names are consumed unread. Throws `APPROVAL_TIMEOUT` under `onTimeout: 'fail'`.
+ * their deadline. Signals of other names are consumed unread. Throws `APPROVAL_TIMEOUT` under
+ * `onTimeout: 'fail'`.
  */
 export function takeSignals(
   state: AgentState,
@@ -142,59 +75,40 @@ export function takeSignals(
   context: HoldContext,
 ): AgentState {
   const inbox = [...(state.inbox ?? [])];
-  const held: HeldTrip | undefined =
-    state.held === undefined
-      ? undefined
-      : {
-          ...state.held,
-          approvals: state.held.approvals.map((call) => ({ ...call })),
-          ...(state.held.sleep === undefined ? {} : { sleep: { ...state.held.sleep } }),
-        };
-  const undecided = () => held?.approvals.filter((call) => call.decision === undefined) ?? [];
+  let steered = false;
   for (const signal of signals) {
-    if (signal.name === agentSignals.approval) {
-      const decision = parseApprovalDecision(signal.payload);
-      const call = undecided().find((c) => c.callId === decision?.callId);
-      // An approval of other arguments than the call waits with approves nothing (the client refuses to send
-      // one; a signal sent by other means is ignored here).
-      if (call === undefined || decision === undefined) continue;
-      if (decision.approved && decision.argsHash !== call.argsHash) continue;
-      call.decision = {
-        approved: decision.approved,
-        ...(decision.by === undefined ? {} : { by: decision.by }),
-        ...(decision.reason === undefined ? {} : { reason: decision.reason }),
-      };
-    } else if (signal.name === agentSignals.followUp || signal.name === agentSignals.steer) {
-      const content = messageText(signal.payload);
-      if (content === undefined) continue;
-      inbox.push({ kind: signal.name === agentSignals.steer ? 'steer' : 'followUp', content });
-      if (signal.name === agentSignals.steer && held !== undefined) {
-        for (const call of undecided()) {
-          call.decision = {
-            approved: false,
-            reason: 'The user sent new instructions before this call was approved.',
-          };
-        }
-        if (held.sleep !== undefined) held.sleep.interruptedAt = context.now;
-      }
-    }
-  }
-  for (const call of undecided()) {
-    if (call.deadline === null || call.deadline > context.now) continue;
-    if (context.approval?.onTimeout === 'fail') {
-      throw new CairnError(
-        'APPROVAL_TIMEOUT',
-        `Tool call "${call.callId}" (${call.tool}) got no decision within ${context.approval.timeoutMs} ms.`,
-        { data: { callId: call.callId, tool: call.tool } },
-      );
-    }
-    call.decision = {
-      approved: false,
-      reason: `No decision was made within ${context.approval?.timeoutMs} ms.`,
-    };
+    if (signal.name !== agentSignals.followUp && signal.name !== agentSignals.steer) continue;
+    const content = messageText(signal.payload);
+    if (content === undefined) continue;
+    const steer = signal.name === agentSignals.steer;
+    inbox.push({ kind: steer ? 'steer' : 'followUp', content });
+    steered ||= steer;
   }
   const next: AgentState = { ...state };
-  if (held !== undefined) next.held = held;
   if (inbox.length > 0) next.inbox = inbox;
+  if (state.held === undefined) return next;
+  // A steer interrupts the plan: what still waits for a decision is answered as not approved.
+  const steeredOff = steered
+    ? state.held.approvals.map((call) =>
+        call.decision !== undefined
+          ? call
+          : {
+              ...call,
+              decision: {
+                approved: false,
+                reason: 'The user sent new instructions before this call was approved',
+              },
+            },
+      )
+    : state.held.approvals;
+  const approvals = decideHeldCalls(steeredOff, signals, context);
+  const sleep = state.held.sleep;
+  next.held = {
+    ...state.held,
+    approvals,
+    ...(sleep === undefined
+      ? {}
+      : { sleep: steered ? { ...sleep, interruptedAt: context.now } : { ...sleep } }),
+  };
   return next;
 }

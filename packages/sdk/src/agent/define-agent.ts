@@ -27,9 +27,14 @@ import { structuralSignature } from '../signature.js';
 import type { SignalReceipt } from '../store/waits.js';
 import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
-import { sendApprovalDecision, agentSignals } from './agent-signals.js';
+import {
+  agentSignals,
+  approvalMethods,
+  signalStore,
+  type ApprovalMethods,
+} from './agent-signals.js';
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
-import type { ApprovalPolicy } from './agent-waits.js';
+import type { ApprovalPolicy } from '../approvals.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
@@ -78,7 +83,7 @@ export interface AgentResult<Output> {
 }
 
 /** A durable agent: a pure step function plus the runtime that performs its effects. */
-export interface Agent<Output = unknown> {
+export interface Agent<Output = unknown> extends ApprovalMethods {
   readonly kind: 'agent';
   readonly name: string;
   /** Model name and provider, sorted tool names, maxTrips, whether output is set, and version. */
@@ -92,21 +97,6 @@ export interface Agent<Output = unknown> {
   execute(input: string, options?: ExecuteOptions): Promise<AgentResult<Output>>;
   /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
   resume(runId: string, options?: ResumeOptions): Promise<AgentResult<Output>>;
-  /**
-   * Approves a tool call a run waits on (the run's `wait.detail.approvals` lists them, with the `argsHash` an
-   * approval must name). The first decision on a call counts; then `resume` (or a worker) continues the run.
-   */
-  approve(
-    runId: string,
-    callId: string,
-    options: { argsHash: string; by?: string },
-  ): Promise<SignalReceipt>;
-  /** Rejects a tool call a run waits on: the model reads the reason as the call's result. */
-  reject(
-    runId: string,
-    callId: string,
-    options?: { reason?: string; by?: string },
-  ): Promise<SignalReceipt>;
   /** A user message the run adds to its conversation at its next trip boundary. */
   followUp(
     runId: string,
@@ -229,13 +219,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     resumed: run.resumed,
   });
 
-  const store = () => {
-    if (config.durable?.store !== undefined) return config.durable.store;
-    throw new CairnError(
-      'STORE_REQUIRED',
-      `Agent "${config.name}" has no durable store to send signals through: pass durable: { store }.`,
-    );
-  };
+  const store = () => signalStore('agent', config.name, config.durable?.store);
   const message =
     (name: string) =>
     (runId: string, content: string, options: { idempotencyKey?: string } = {}) =>
@@ -250,20 +234,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     tracerProvider: config.tracerProvider,
     execute: async (input, options) => toResult(await runner.execute(input, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
-    approve: (runId, callId, { argsHash, by }) =>
-      sendApprovalDecision(store(), checkRunId(runId), {
-        callId,
-        approved: true,
-        argsHash,
-        ...(by === undefined ? {} : { by }),
-      }),
-    reject: (runId, callId, { reason, by } = {}) =>
-      sendApprovalDecision(store(), checkRunId(runId), {
-        callId,
-        approved: false,
-        ...(reason === undefined ? {} : { reason }),
-        ...(by === undefined ? {} : { by }),
-      }),
+    ...approvalMethods(store),
     followUp: message(agentSignals.followUp),
     steer: message(agentSignals.steer),
   };

@@ -13,7 +13,8 @@ import {
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
-import { checkDrift, finishedResult, runUnderLease } from './run-loop.js';
+import { runUnderLease } from './run-loop.js';
+import { checkDrift, finishedResult } from './stored-run-checks.js';
 import { retryStoreCall } from './run-writer.js';
 import type { DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { initialRunSnapshot } from './runtime-snapshot.js';

@@ -9,18 +9,15 @@ import {
   serializeError,
 } from '../errors.js';
 import { storableJson, storableView, type JsonValue } from '../json.js';
-import { isTerminalStatus, type DurableStore, type RunRecord } from '../store/contract.js';
+import type { DurableStore } from '../store/contract.js';
 import { checkRunWait, isWaitDue, type RunWait } from '../store/waits.js';
 import type { Attempt } from './attempt.js';
+import { checkDrift, finishedResult } from './stored-run-checks.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import { releaseWhileHeld } from './lease-keeper.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
-import {
-  parseRuntimeSnapshot,
-  unstartedSignature,
-  type RuntimeSnapshot,
-} from './runtime-snapshot.js';
+import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
 import { SignalCursor, wokenEvent } from './signal-cursor.js';
 import { checkJournal, checkStoredEffects } from './stored-journal.js';
 import type {
@@ -31,56 +28,6 @@ import type {
   WaitCommand,
 } from './step-function.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
-
-export function checkDrift<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-  force: boolean,
-): void {
-  // A run started by name has not met a definition yet: its first checkpoint writes the signature.
-  if (
-    !force &&
-    record.signature !== unstartedSignature &&
-    record.signature !== definition.signature
-  ) {
-    throw definition.driftError(record.runId, record.signature, definition.signature);
-  }
-}
-
-/** The stored end of a finished run, which resuming returns (or throws) without performing anything. */
-export function finishedResult<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-): DurableRunResult<State, Output> | undefined {
-  if (record.status === 'completed') {
-    const snapshot = parseRuntimeSnapshot(record.runId, record.snapshot, (s) =>
-      definition.parseState(s),
-    );
-    return {
-      runId: record.runId,
-      output: definition.parseOutput(record.output ?? null),
-      state: snapshot.state,
-      epoch: null,
-      resumed: true,
-    };
-  }
-  if (isTerminalStatus(record.status)) {
-    throw deserializeError(
-      record.error ?? {
-        name: 'CairnError',
-        code:
-          record.status === 'cancelled'
-            ? 'RUN_CANCELLED'
-            : record.status === 'dead_lettered'
-              ? 'RUN_DEAD_LETTERED'
-              : 'RUN_FAILED',
-        message: `Run "${record.runId}" ended ${record.status}.`,
-        retryable: false,
-      },
-    );
-  }
-  return undefined;
-}
 
 export async function runUnderLease<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
