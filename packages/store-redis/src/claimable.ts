@@ -3,6 +3,7 @@ import type { StoreContext } from './context.js';
 import { scoredEntries } from './indexes.js';
 import { bucketCount } from './keys.js';
 import { claimableRuns } from './lua/claimable.js';
+import { clockArg } from './waits.js';
 
 /**
  * What `claimable` returns: one read-only script per bucket reads the bucket's due entries of its claimable set
@@ -28,7 +29,7 @@ export async function claimableIds(
             ctx.keys.runKeyPrefix(bucket, 'lease'),
             String(Math.ceil(limit)),
             reclaimOwner ?? '',
-            now === undefined ? '' : String(now),
+            clockArg(now),
             ...wanted,
           ],
         ),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { consumedArg, waitArgs } from './waits.js';
+import { clockArg, consumedArg, waitArgs } from './waits.js';
 
 describe('waitArgs', () => {
   it('gives the scripts the wait, its time and its names joined by NUL, and three blanks for none', () => {
@@ -24,5 +24,15 @@ describe('consumedArg', () => {
     expect(consumedArg(2.5)).toBe('2');
     expect(consumedArg(7)).toBe('7');
     expect(consumedArg(Infinity)).toBe(String(Number.MAX_SAFE_INTEGER));
+  });
+});
+
+describe('clockArg', () => {
+  it('passes a finite reading, nothing for none, and no NaN or infinity', () => {
+    expect(clockArg(undefined)).toBe('');
+    expect(clockArg(1_700_000_000_000)).toBe('1700000000000');
+    expect(clockArg(Infinity)).toBe(String(Number.MAX_VALUE));
+    expect(clockArg(-Infinity)).toBe(String(-Number.MAX_VALUE));
+    expect(clockArg(Number.NaN)).toBe(String(-Number.MAX_VALUE));
   });
 });

@@ -58,6 +58,17 @@ export function consumedArg(signalsConsumed: number | undefined): string {
   return String(Math.floor(Math.min(signalsConsumed, Number.MAX_SAFE_INTEGER)));
 }
 
+/**
+ * A claimer's clock reading as the claim script takes it: '' for none (the server's clock decides), and a finite
+ * number always, so Lua never meets NaN or an infinity: NaN makes no time due (as `until <= NaN` never holds), an
+ * infinity every time or none.
+ */
+export function clockArg(now: number | undefined): string {
+  if (now === undefined) return '';
+  if (Number.isNaN(now)) return String(-Number.MAX_VALUE);
+  return String(Math.max(-Number.MAX_VALUE, Math.min(Number.MAX_VALUE, now)));
+}
+
 /** Signals from a script's reply (their JSON, in seq order). */
 export function toSignals(reply: unknown, runId: string): RunSignal[] {
   if (!Array.isArray(reply)) return [];

@@ -276,6 +276,9 @@ function waitTests(open: () => Promise<OpenedStore>) {
       'plain',
     ]);
     expect(await store.nextWake(definitions)).toBe(500);
+    // Whatever the reading, nothing not due by its signals is offered, and no reading fails the script.
+    expect(await store.claimable({ limit: 100, definitions, now: Number.NaN })).toEqual(['plain']);
+    expect(await store.claimable({ limit: 100, definitions, now: Infinity })).toHaveLength(12);
     const due = await store.claimable({ limit: 100, definitions, now: 2_000 });
     expect(new Set(due)).toEqual(
       new Set(['scheduled', 'plain', ...ids.filter((_, i) => i % 3 === 0)]),
