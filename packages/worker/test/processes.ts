@@ -16,7 +16,7 @@ export interface WorkerProcessOptions {
 
 /** One line a worker process printed. */
 export interface Line {
-  kind: 'event' | 'boundary' | 'effect' | 'span' | 'ready' | 'exited';
+  kind: 'event' | 'boundary' | 'effect' | 'span' | 'ready' | 'exited' | 'heap';
   type?: string;
   runId?: string;
   point?: string;
