@@ -143,6 +143,44 @@ describe('migrations', () => {
     await store.close();
   });
 
+  it('upgrades a version 5 schema holding runs: they load, claim and take signals as before', async () => {
+    const { schema, quoted } = await schemaAt(5);
+    await sql.unsafe(
+      `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, snapshot, output, journal)
+       VALUES ('queued', 'agent', 'n', 's', 'queued', '{"step":1}', NULL,
+               '{"seq":1,"type":"started","effectId":"e1","at":1}' || E'\\n'),
+              ('done', 'agent', 'n', 's', 'completed', '{}', '{"b":1,"a":2}', '')`,
+    );
+    const store = pgStore({ sql, schema });
+    try {
+      expect(await store.migrate()).toEqual({ from: 5, to: 6 });
+      const queued = await store.load('queued');
+      expect(queued).toMatchObject({
+        run: { status: 'queued', snapshot: { step: 1 }, wait: null },
+        journal: [{ seq: 1, effectId: 'e1' }],
+        signals: [],
+      });
+      expect((await store.load('done'))?.run).toMatchObject({ output: { b: 1, a: 2 }, wait: null });
+      expect(await store.signal('queued', { name: 'go', payload: 1 })).toEqual({
+        seq: 1,
+        duplicate: false,
+      });
+      await expect(store.signal('done', { name: 'go', payload: 1 })).rejects.toMatchObject({
+        code: 'RUN_ENDED',
+      });
+      const [lease] = await store.claim!({
+        owner: 'o',
+        ttlMs: 60_000,
+        limit: 10,
+        definitions: [{ kind: 'agent', name: 'n' }],
+      });
+      expect(lease?.claimed?.signals).toMatchObject([{ seq: 1, name: 'go' }]);
+      await store.release(lease!);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses the names Postgres would refuse later: pg_ and too long for the channel; the longest name works', async () => {
     for (const schema of ['pg_cairn', 'a'.repeat(59), 'b'.repeat(63)]) {
       expect(() => pgStore({ sql, schema })).toThrow(

@@ -17,10 +17,12 @@ export async function nextWake(
     `WITH defs AS (
        SELECT d ->> 'kind' AS kind, d ->> 'name' AS name FROM jsonb_array_elements($1::text::jsonb) d
      )
-     SELECT min(r.wait_until) FROM ${names.runs} r
+     SELECT r.wait_until FROM ${names.runs} r
       WHERE r.status = 'waiting' AND r.parent_run_id IS NULL AND r.wait_until IS NOT NULL
         AND (r.kind, r.name) IN (SELECT d.kind, d.name FROM defs d)
-        AND (r.owner IS NULL OR r.lease_until <= now())`,
+        AND (r.owner IS NULL OR r.lease_until <= now())
+      -- Not min(): with the definitions' join it would read every waiting run; this reads the index in order.
+      ORDER BY r.wait_until LIMIT 1`,
     [JSON.stringify(definitions.map(({ kind, name }) => ({ kind, name })))],
   );
   return (rows[0]?.[0] as number | null | undefined) ?? null;
