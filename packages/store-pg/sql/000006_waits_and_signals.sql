@@ -19,14 +19,12 @@ ALTER TABLE {{schema}}.runs
   -- mailboxes.
   ADD COLUMN woken boolean NOT NULL DEFAULT false,
   -- The highest signal seq a checkpoint consumed: the mailbox is what is above it.
-  ADD COLUMN signals_consumed bigint NOT NULL DEFAULT 0,
-  -- The last signal seq given: the next signal gets one more (1, 2, 3, ... per incarnation).
-  ADD COLUMN signal_seq bigint NOT NULL DEFAULT 0;
+  ADD COLUMN signals_consumed bigint NOT NULL DEFAULT 0;
 
 -- A run's mailbox, keyed by its incarnation (created_seq, which never repeats): a run deleted and created
 -- again under the same id starts with an empty mailbox and no remembered keys, and the rows go with the run.
 -- Consumed signals without a key are deleted by the checkpoint that consumes them; keyed ones stay, so a key is
--- remembered for the life of the incarnation.
+-- remembered for the life of the incarnation. Seqs are 1, 2, 3, ... per incarnation (see send_signal).
 CREATE TABLE {{schema}}.signals (
   run_seq bigint NOT NULL REFERENCES {{schema}}.runs (created_seq) ON DELETE CASCADE,
   seq bigint NOT NULL,
@@ -64,9 +62,13 @@ $$;
 
 -- Puts a signal in a run's mailbox, with the rules of store.signal, inside the caller's transaction (so a
 -- rolled-back transaction sends nothing). Errors: 22023 a name, key or payload it refuses, or a child run (DETAIL:
--- its root run id); P0002 an unknown run; 55000 a run in a final status (DETAIL: the status). The run's row is
--- locked until the caller commits, so signals to one run are accepted one at a time: a second one with the same
--- key waits, then finds the first (duplicate) or, if it rolled back, is accepted itself.
+-- its root run id); P0002 an unknown run; 55000 a run in a final status (DETAIL: the status).
+--
+-- It holds the run's row FOR KEY SHARE until the caller's transaction ends: a checkpoint (FOR UPDATE) or a delete
+-- of the run waits for it, so a wait written meanwhile sees this signal, while the holder's renewals and releases
+-- (no-key updates) go on, so a transaction left open does not cost the holder its lease. Signals to one run are
+-- numbered by their insert: two that take the same seq or key meet on a unique index, the second waits for the
+-- first to end, then looks again (a key seen before: the first signal's seq, `duplicate`).
 CREATE FUNCTION {{schema}}.send_signal(
   run_id text, name text, payload jsonb, idempotency_key text DEFAULT NULL,
   OUT seq bigint, OUT duplicate boolean
@@ -92,8 +94,8 @@ BEGIN
       USING ERRCODE = '22023';
   END IF;
 
-  SELECT r.created_seq, r.status, r.root_run_id, r.signal_seq INTO run
-    FROM {{schema}}.runs r WHERE r.run_id = send_signal.run_id FOR UPDATE;
+  SELECT r.created_seq, r.status, r.root_run_id, r.signals_consumed INTO run
+    FROM {{schema}}.runs r WHERE r.run_id = send_signal.run_id FOR KEY SHARE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'Run "%" not found.', send_signal.run_id USING ERRCODE = 'P0002';
   END IF;
@@ -106,25 +108,34 @@ BEGIN
       USING ERRCODE = '55000', DETAIL = run.status;
   END IF;
 
-  IF send_signal.idempotency_key IS NOT NULL THEN
-    -- A new statement, so a new snapshot: it sees the signal of a transaction that held the row lock before.
-    SELECT s.seq INTO send_signal.seq FROM {{schema}}.signals s
-     WHERE s.run_seq = run.created_seq AND s.idempotency_key = send_signal.idempotency_key;
+  -- Each statement takes a new snapshot: after an insert waited for another transaction, the next round sees it.
+  FOR attempt IN 1..1000 LOOP
+    IF send_signal.idempotency_key IS NOT NULL THEN
+      SELECT s.seq INTO send_signal.seq FROM {{schema}}.signals s
+       WHERE s.run_seq = run.created_seq AND s.idempotency_key = send_signal.idempotency_key;
+      IF FOUND THEN
+        duplicate := true;
+        RETURN;
+      END IF;
+    END IF;
+    -- Consumed signals without a key are deleted: the cursor (which no checkpoint moves while this lock is held)
+    -- keeps the next seq above them.
+    SELECT greatest(coalesce(max(s.seq), 0), run.signals_consumed) + 1 INTO send_signal.seq
+      FROM {{schema}}.signals s WHERE s.run_seq = run.created_seq;
+    INSERT INTO {{schema}}.signals (run_seq, seq, name, payload, idempotency_key)
+    VALUES (run.created_seq, send_signal.seq, send_signal.name, payload, send_signal.idempotency_key)
+    ON CONFLICT DO NOTHING;
     IF FOUND THEN
-      duplicate := true;
+      -- Waking a waiting run changes `woken`: the trigger below notifies workers, at commit.
+      UPDATE {{schema}}.runs r SET woken = true
+       WHERE r.created_seq = run.created_seq AND NOT r.woken AND r.status = 'waiting'
+         AND send_signal.name = ANY (r.wait_signals);
+      duplicate := false;
       RETURN;
     END IF;
-  END IF;
-
-  send_signal.seq := run.signal_seq + 1;
-  INSERT INTO {{schema}}.signals (run_seq, seq, name, payload, idempotency_key)
-  VALUES (run.created_seq, send_signal.seq, send_signal.name, payload, send_signal.idempotency_key);
-  -- Waking a waiting run changes `woken`: the trigger below notifies workers, at commit.
-  UPDATE {{schema}}.runs r
-     SET signal_seq = send_signal.seq, updated_at = clock_timestamp(),
-         woken = r.woken OR coalesce(r.status = 'waiting' AND send_signal.name = ANY (r.wait_signals), false)
-   WHERE r.created_seq = run.created_seq;
-  duplicate := false;
+  END LOOP;
+  RAISE EXCEPTION 'Signal "%" to run "%" met other signals 1000 times: try again.', send_signal.name, send_signal.run_id
+    USING ERRCODE = '40001';
 END
 $$;
 

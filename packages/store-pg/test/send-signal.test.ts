@@ -9,9 +9,7 @@ let runs = 0;
 
 /** A root run parked by its holder until a signal `approve` (or a time far away). */
 async function waitingForApproval(store: PgStore): Promise<string> {
-  const runId = `approval-${(runs += 1)}`;
-  await store.create({ runId, kind: 'agent', name: 'approver', signature: 's', snapshot: null });
-  const lease = (await store.acquire(runId, { owner: 'w', ttlMs: 60_000 }))!;
+  const { runId, lease } = await heldRun(store, 'approval');
   await store.save(lease, {
     status: 'waiting',
     signature: 's',
@@ -21,6 +19,14 @@ async function waitingForApproval(store: PgStore): Promise<string> {
     wait: { until: 1e15, signals: ['approve'] },
   });
   return runId;
+}
+
+/** A new root run, held by the worker `w` under a lease of `ttlMs`. */
+async function heldRun(store: PgStore, prefix: string, ttlMs = 60_000) {
+  const runId = `${prefix}-${(runs += 1)}`;
+  await store.create({ runId, kind: 'agent', name: 'approver', signature: 's', snapshot: null });
+  const lease = (await store.acquire(runId, { owner: 'w', ttlMs }))!;
+  return { runId, lease };
 }
 
 /** Whether a claim at time 0 (so only a signal or a cancel can make it due) would take the run. */
@@ -137,12 +143,28 @@ describe('send_signal in the application’s own transaction', () => {
     expect((await store.mailbox(runId)).map((s) => s.seq)).toEqual([1, 2, 3]);
   });
 
+  it('leaves the holder’s renewals alone while the application’s transaction is open', async () => {
+    const { sql, harness } = opened();
+    const store = harness.store();
+    const { runId, lease } = await heldRun(store, 'held', 3_000);
+    await sql.begin(async (tx) => {
+      await sendSignal(tx as unknown as Sql, harness.schema, runId, 'approve');
+      const renewed = await store.renew(lease, 3_000);
+      expect(renewed.leaseUntil).toBeGreaterThan(lease.leaseUntil);
+    });
+    // A signal sent meanwhile would have waited for that transaction: seqs are given in order.
+    expect(await store.signal(runId, { name: 'note', payload: 1 })).toEqual({
+      seq: 2,
+      duplicate: false,
+    });
+    expect((await store.mailbox(runId)).map((s) => s.seq)).toEqual([1, 2]);
+    await store.release(lease);
+  });
+
   it('wakes a wait whose checkpoint waited for the row a signal’s transaction held', async () => {
     const { sql, harness } = opened();
     const store = harness.store();
-    const runId = `race-${(runs += 1)}`;
-    await store.create({ runId, kind: 'agent', name: 'approver', signature: 's', snapshot: null });
-    const lease = (await store.acquire(runId, { owner: 'w', ttlMs: 60_000 }))!;
+    const { runId, lease } = await heldRun(store, 'race');
     let saving: Promise<void> | undefined;
     await sql.begin(async (tx) => {
       await sendSignal(tx as unknown as Sql, harness.schema, runId, 'approve');
@@ -171,9 +193,7 @@ describe('send_signal in the application’s own transaction', () => {
       );
     expect(await codeOf('nobody', 'approve')).toBe('P0002');
     expect(await codeOf('nobody', '')).toBe('22023');
-    const runId = `ended-${(runs += 1)}`;
-    await store.create({ runId, kind: 'agent', name: 'approver', signature: 's', snapshot: null });
-    const lease = (await store.acquire(runId, { owner: 'w', ttlMs: 60_000 }))!;
+    const { runId, lease } = await heldRun(store, 'ended');
     await store.updateStatus(lease, { status: 'failed' });
     expect(await codeOf(runId, 'approve')).toBe('55000');
     const big = await sql

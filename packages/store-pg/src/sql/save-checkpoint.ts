@@ -157,7 +157,12 @@ export function waitAssignments(
   names: Names,
   write: { status: string; until: string; signals: string; detail: string; consumed: string },
 ): string {
-  const cursor = `greatest(r.signals_consumed, least(coalesce(${write.consumed}, 0), r.signal_seq))`;
+  // The highest seq given is the last signal's, or the cursor when every signal above it was consumed and
+  // deleted. Read with the statement's snapshot: every signal the holder saw (and may consume) is in it.
+  const cursor = `CASE WHEN ${write.consumed} IS NULL THEN r.signals_consumed
+                       ELSE greatest(r.signals_consumed, least(${write.consumed},
+                              (SELECT coalesce(max(s.seq), 0) FROM ${names.signals} s
+                                WHERE s.run_seq = r.created_seq))) END`;
   return `wait_until = ${write.until}, wait_signals = ${write.signals}, wait_detail = ${write.detail},
               signals_consumed = ${cursor},
               woken = CASE WHEN ${write.status} = 'waiting'

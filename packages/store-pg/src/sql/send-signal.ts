@@ -11,10 +11,10 @@ import type { Names } from '../names.js';
 
 /**
  * Puts a signal in a run's mailbox through the schema's `send_signal` function (migration 000006), the one
- * implementation an application also calls inside its own transactions: it locks the run's row, so signals to
- * one run are accepted one at a time (a key seen before returns the first signal's seq, `duplicate`), takes
- * the next seq, and marks a waiting run the signal wakes, which notifies workers at commit. Not fenced: no
- * lease is needed. Refusals come back as the typed errors of `SnapshotStore.signal`.
+ * implementation an application also calls inside its own transactions: it takes the next seq (a key seen
+ * before returns the first signal's seq, `duplicate`; concurrent signals meet on unique indexes), and marks a
+ * waiting run the signal wakes, which notifies workers at commit. Not fenced: no lease is needed. Refusals come
+ * back as the typed errors of `SnapshotStore.signal`.
  */
 export async function sendSignal(
   db: Db,
