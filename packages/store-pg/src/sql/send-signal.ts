@@ -32,7 +32,7 @@ export async function sendSignal(
       [runId, checked.name, JSON.stringify(checked.payload), checked.idempotencyKey],
     );
   } catch (error) {
-    throw refusalOf(error, runId) ?? error;
+    throw signalRefusal(error, runId) ?? error;
   }
   const [seq, duplicate] = rows[0]!;
   return { seq: seq as number, duplicate: duplicate === true };
@@ -42,7 +42,7 @@ export async function sendSignal(
  * The typed error of a refusal `send_signal` raised (its SQLSTATE and DETAIL), or undefined for any other
  * error, which the store maps as it maps every driver error.
  */
-export function refusalOf(error: unknown, runId: string): CairnError | undefined {
+export function signalRefusal(error: unknown, runId: string): CairnError | undefined {
   const { code, detail, message, severity } = (error ?? {}) as Record<string, unknown>;
   if (typeof severity !== 'string' || typeof message !== 'string') return undefined;
   if (code === 'P0002') return new RunNotFoundError(runId);
