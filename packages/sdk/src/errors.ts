@@ -34,7 +34,8 @@ export type CairnErrorCode =
   | 'PLAN_INVALID'
   | 'NODE_FAILED'
   | 'REF_UNRESOLVED'
-  | 'OUTCOME_UNKNOWN';
+  | 'OUTCOME_UNKNOWN'
+  | 'APPROVAL_TIMEOUT';
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {

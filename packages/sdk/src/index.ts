@@ -42,6 +42,16 @@ export { defineAgent } from './agent/define-agent.js';
 export type { Agent, AgentConfig, AgentOutput, AgentResult } from './agent/define-agent.js';
 export type { AgentState } from './agent/agent-state.js';
 export { outcomeUnknownResult } from './agent/agent-step.js';
+export {
+  agentSignals,
+  parseApprovalDecision,
+  pendingApprovals,
+  sendApprovalDecision,
+  toolArgsHash,
+} from './agent/agent-signals.js';
+export type { ApprovalDecision, PendingApprovalView } from './agent/agent-signals.js';
+export { waitUntilTool } from './agent/agent-waits.js';
+export type { ApprovalPolicy, HeldCall } from './approvals.js';
 export { claimableStatuses, isTerminalStatus, terminalStatuses } from './store/contract.js';
 export type {
   AcquireOptions,
@@ -100,6 +110,7 @@ export type {
   SettledEffect,
   StepEvent,
   StepResult,
+  WaitCommand,
 } from './runtime/step-function.js';
 export { definePlanner } from './planner/define-planner.js';
 export type { Planner, PlannerConfig, PlannerResult } from './planner/define-planner.js';

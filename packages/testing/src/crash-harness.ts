@@ -1,12 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
   memoryStore,
+  RunWaitingError,
   type Boundary,
   type BoundaryHook,
   type Clock,
   type DurableStore,
   type ExecuteOptions,
   type ResumeOptions,
+  type RunWait,
   type Usage,
 } from '@cairn/sdk';
 import { createFakeClock, type FakeClock } from './fake-clock.js';
@@ -61,6 +63,17 @@ export interface CrashScenario<Input, Result> {
   store?(clock: FakeClock): DurableStore | Promise<DurableStore>;
   /** The lease length the scenario's definitions use; time is moved past it after a crash. @defaultValue 30000 */
   leaseMs?: number;
+  /**
+   * What the world does each time the run ends an attempt waiting (a person approving, a webhook arriving,
+   * time passing); the run is then resumed. Called again if a crashed run reaches the same wait again, so it
+   * should send with idempotency keys. Without it, a run that waits is a violation.
+   */
+  onWaiting?(world: {
+    store: DurableStore;
+    clock: FakeClock;
+    runId: string;
+    wait: RunWait;
+  }): Promise<void>;
 }
 
 /** What happened at one boundary. */
@@ -74,6 +87,10 @@ export interface CrashCase {
 
 /** The outcome of exploring every boundary. */
 export interface CrashReport {
+  /** What the uninterrupted run gave, which every crashed case must give too. */
+  baseline: Observation;
+  /** The side effects of the uninterrupted run, by key. */
+  baselineSideEffects: Readonly<Record<string, number>>;
   /** How many boundaries the uninterrupted run passed, each one crashed at once. */
   boundaries: number;
   byPoint: Record<string, number>;
@@ -147,9 +164,14 @@ export async function exploreCrashes<Input, Result>(
   const baselineStore = await (scenario.store?.(baselineClock) ??
     memoryStore({ clock: baselineClock }));
   const trace: Boundary[] = [];
-  const baselineResult = await baselineWorld
-    .create(baselineStore, baselineClock)
-    .execute(scenario.input, { runId, onBoundary: (b) => void trace.push(b) });
+  const traced = { onBoundary: (b: Boundary) => void trace.push(b) };
+  const baselineRun = baselineWorld.create(baselineStore, baselineClock);
+  const baselineResult = await untilEnded(
+    () => baselineRun.execute(scenario.input, { runId, ...traced }),
+    () => baselineRun.resume(runId, traced),
+    baselineStore,
+    baselineClock,
+  );
   const baseline = scenario.observe(baselineResult);
   const baselineEffects = { ...baselineWorld.sideEffects() };
   const baselineModelCalls = baselineWorld.modelCalls?.();
@@ -170,7 +192,14 @@ export async function exploreCrashes<Input, Result>(
       );
     }
   }
-  return { boundaries: trace.length, byPoint, cases, violations };
+  return {
+    baseline,
+    baselineSideEffects: baselineEffects,
+    boundaries: trace.length,
+    byPoint,
+    cases,
+    violations,
+  };
 
   async function crashAt(index: number, boundary: Boundary): Promise<CrashCase> {
     const problems: string[] = [];
@@ -194,7 +223,13 @@ export async function exploreCrashes<Input, Result>(
       (what) => problems.push(`the crashed attempt called ${what} after the crash`),
     );
     try {
-      await world.create(dying, clock).execute(scenario.input, { runId, onBoundary: crashHook });
+      const dyingRun = world.create(dying, clock);
+      await untilEnded(
+        () => dyingRun.execute(scenario.input, { runId, onBoundary: crashHook }),
+        () => dyingRun.resume(runId, { onBoundary: crashHook }),
+        store,
+        clock,
+      );
       problems.push(
         'the run finished without passing the crash boundary (nondeterministic boundaries?)',
       );
@@ -210,7 +245,14 @@ export async function exploreCrashes<Input, Result>(
     const survivor = world.create(store, clock);
     let observed: Observation | undefined;
     try {
-      observed = scenario.observe(await survivor.resume(runId));
+      observed = scenario.observe(
+        await untilEnded(
+          () => survivor.resume(runId),
+          () => survivor.resume(runId),
+          store,
+          clock,
+        ),
+      );
     } catch (error) {
       problems.push(`resume threw ${String(error)}`);
     }
@@ -261,6 +303,29 @@ export async function exploreCrashes<Input, Result>(
         problems.push('resuming the completed run gave another output');
     }
     return { index, boundary, unknown: observed?.unknown ?? [], violations: problems };
+  }
+
+  /**
+   * Runs `first`, then, each time the attempt ends waiting, lets the scenario's world act and `resume`s:
+   * the result of the attempt that ends the run.
+   */
+  async function untilEnded(
+    first: () => Promise<Result>,
+    resume: () => Promise<Result>,
+    store: DurableStore,
+    clock: FakeClock,
+  ): Promise<Result> {
+    let attempt = first;
+    for (let waits = 0; ; waits += 1) {
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!(error instanceof RunWaitingError) || scenario.onWaiting === undefined || waits >= 50)
+          throw error;
+        await scenario.onWaiting({ store, clock, runId, wait: error.wait as unknown as RunWait });
+        attempt = resume;
+      }
+    }
   }
 
   function checkSideEffects(

@@ -16,15 +16,16 @@ import {
   type DurableStore,
   type JsonValue,
   type RunFilter,
+  type NewSignal,
   type RunRecord,
   type RunStatus,
+  type RunWait,
+  type SignalReceipt,
 } from '@cairn/sdk';
+import { signalSender, type SignalSender } from './client-signals.js';
+import { runInfo, type RunInfo } from './run-info.js';
 
-/** A run as a client sees it: its record, and whether a live worker holds it now. */
-export interface RunInfo extends RunRecord {
-  /** A worker holds an unexpired lease on it (as of the client's clock). */
-  held: boolean;
-}
+export type { RunInfo } from './run-info.js';
 
 /** What `start` returns. */
 export interface StartedRun {
@@ -32,6 +33,8 @@ export interface StartedRun {
   /** False when a run with this id (or idempotency key) already existed: nothing new was started. */
   created: boolean;
   status: RunRecord['status'];
+  /** What the store answered to the `signal` start sent (`duplicate` for a retried start). */
+  signal?: SignalReceipt;
 }
 
 /** Options of `start`. */
@@ -40,6 +43,16 @@ export interface StartOptions {
   runId?: string;
   /** Starting twice with the same key returns the first run: the run id is `${kind}:${name}:${key}`. */
   idempotencyKey?: string;
+  /**
+   * A scheduled start: the run is created `waiting` and no worker starts it before this time (on the workers'
+   * clock). @defaultValue now
+   */
+  startAt?: Date | number;
+  /**
+   * Starts or signals in one call: the run is created when absent, then this signal is sent to it. With an
+   * `idempotencyKey` on the signal a retried call acts once.
+   */
+  signal?: NewSignal;
 }
 
 /** Options of `result`. */
@@ -61,8 +74,8 @@ export interface ClientOptions {
   clock?: Clock;
 }
 
-/** Starts, inspects, waits for, cancels and discards runs that workers perform. */
-export interface CairnClient {
+/** Starts, signals, inspects, waits for, cancels and discards runs that workers perform. */
+export interface CairnClient extends SignalSender {
   /** Enqueues a run of an agent or planner for a worker; starting the same run id twice returns the first. */
   start<Input>(
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -81,8 +94,9 @@ export interface CairnClient {
     options?: StartOptions,
   ): Promise<StartedRun>;
   /**
-   * Waits for the run to end; returns its output, or throws its stored typed error. Waits through retryable
-   * store errors (a restart, a failover); `timeoutMs` ends the wait with `RESULT_TIMEOUT`.
+   * Waits for the run to end; returns its output, or throws its stored typed error. A `waiting` run has not
+   * ended: it is waited for. Waits through retryable store errors (a restart, a failover); `timeoutMs` ends the
+   * wait with `RESULT_TIMEOUT`.
    */
   result(runId: string, options?: ResultOptions): Promise<JsonValue>;
   get(runId: string): Promise<RunInfo | undefined>;
@@ -111,17 +125,27 @@ function refuseChild(record: RunRecord, action: 'start' | 'cancel' | 'discard'):
   );
 }
 
+/** The wait of a scheduled start: its time, and no signal (signals sent meanwhile wait in its mailbox). */
+function startWait(startAt: Date | number): RunWait {
+  const until = startAt instanceof Date ? startAt.getTime() : startAt;
+  if (typeof until !== 'number' || !Number.isFinite(until)) {
+    throw new CairnError('INVALID_ARGUMENT', '`startAt` must be a valid Date or a time in ms.', {
+      data: { reason: 'startAt invalid' },
+    });
+  }
+  return { until, signals: [] };
+}
+
 /** Creates a client over a store: no worker runs in it, it only enqueues and observes. */
 export function createClient(options: ClientOptions): CairnClient {
   const { store } = options;
   const clock = options.clock ?? systemClock;
   const owner = `client:${crypto.randomUUID()}`;
-  const info = (record: RunRecord): RunInfo => ({
-    ...record,
-    held: record.owner !== null && record.leaseUntil !== null && record.leaseUntil > clock.now(),
-  });
+  const info = (record: RunRecord): RunInfo => runInfo(record, clock.now());
+  const signals = signalSender(store);
 
   return {
+    ...signals,
     async start(
       target: {
         kind: string;
@@ -150,13 +174,16 @@ export function createClient(options: ClientOptions): CairnClient {
           data: { runId },
         });
       }
+      const scheduled = startOptions.startAt === undefined ? undefined : startWait(startOptions.startAt);
       const { created, run } = await store.create({
         runId,
         kind: target.kind,
         name: target.name,
         signature: definition?.signature ?? unstartedSignature,
-        status: 'queued',
         snapshot,
+        ...(scheduled === undefined
+          ? { status: 'queued' as const }
+          : { status: 'waiting' as const, wait: scheduled }),
       });
       if (!created) refuseChild(run, 'start');
       if (!created && (run.kind !== target.kind || run.name !== target.name)) {
@@ -166,7 +193,12 @@ export function createClient(options: ClientOptions): CairnClient {
           { data: { runId } },
         );
       }
-      return { runId, created, status: run.status };
+      if (startOptions.signal === undefined) return { runId, created, status: run.status };
+      const { name, payload, idempotencyKey } = startOptions.signal;
+      const receipt = await signals.signal(runId, name, payload, {
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+      });
+      return { runId, created, status: run.status, signal: receipt };
     },
 
     async result(runId, resultOptions = {}) {

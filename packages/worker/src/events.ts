@@ -16,6 +16,11 @@ export type WorkerEvent =
       recoveries: number;
     }
   | { type: 'completed'; runId: string }
+  /**
+   * The run waits (for a time, a signal, an approval) holding nothing: this attempt ended and its slot is free.
+   * `until` is when it wakes by itself (ms on the worker's clock), or null; `signals` are the names that wake it.
+   */
+  | { type: 'waiting'; runId: string; until: number | null; signals: string[] }
   | { type: 'failed'; runId: string; code: string; message: string }
   | { type: 'cancelled'; runId: string }
   | { type: 'handed_over'; runId: string }

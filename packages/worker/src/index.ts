@@ -8,6 +8,13 @@ export type {
   StartedRun,
   StartOptions,
 } from './client.js';
+export type {
+  ApproveOptions,
+  RejectOptions,
+  SignalOptions,
+  SignalSender,
+} from './client-signals.js';
+export type { WaitingFor } from './run-info.js';
 export { createWorker } from './worker.js';
 export type { Worker, WorkerOptions } from './worker.js';
 export type { Runnable } from './definitions.js';

@@ -9,13 +9,16 @@ import {
   LeaseHeldError,
   LeaseLostError,
   runDurable,
+  RunWaitingError,
   systemClock,
   type BoundaryHook,
   type Clock,
   type DurableStore,
   type Lease,
+  type RunWait,
   type StoreRetryPolicy,
 } from '@cairn/sdk';
+import { delayBeforeNextPass, readNextWake } from './claim-timer.js';
 import { DefinitionRegistry, type Runnable } from './definitions.js';
 import type { WorkerEvent } from './events.js';
 import { defaultOwner } from './owner.js';
@@ -177,7 +180,12 @@ export function createWorker(options: WorkerOptions): Worker {
 
   async function report(runId: string, error: unknown): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
-    if (error instanceof LeaseHeldError) {
+    if (error instanceof RunWaitingError) {
+      // The attempt ended as it should: the wait is stored and the lease given back. Not parked: a signal or
+      // its time makes the run claimable again, and this worker may be the one to claim it.
+      const wait = error.wait as unknown as RunWait;
+      emit({ type: 'waiting', runId, until: wait.until, signals: [...wait.signals] });
+    } else if (error instanceof LeaseHeldError) {
       emit({ type: 'skipped', runId, code: error.code, message });
     } else if (error instanceof LeaseLostError) {
       emit({ type: 'lease_lost', runId, message });
@@ -228,9 +236,11 @@ export function createWorker(options: WorkerOptions): Worker {
     let failures = 0;
     while (state === 'running') {
       const free = concurrency - active.size;
+      const passStart = clock.now();
+      let nextWake: number | null = null;
       if (free > 0) {
         try {
-          const now = clock.now();
+          const now = passStart;
           for (const [runId, until] of parked) if (until <= now) parked.delete(runId);
           if (store.claim !== undefined) {
             // One statement claims a batch: workers claiming at once take different runs, none waits.
@@ -240,6 +250,8 @@ export function createWorker(options: WorkerOptions): Worker {
               limit: free,
               definitions: registry.keys,
               skip: [...parked.keys(), ...active.keys()],
+              // Wait times are written on this worker's clock, so they are decided on it too.
+              now,
               ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
             });
             for (const lease of leases) {
@@ -251,6 +263,7 @@ export function createWorker(options: WorkerOptions): Worker {
             const candidates = await store.claimable({
               limit: free + parked.size + active.size,
               definitions: registry.keys,
+              now,
               ...(options.takeoverOnRestart === true ? { reclaimOwner: owner } : {}),
             });
             for (const runId of candidates) {
@@ -259,6 +272,8 @@ export function createWorker(options: WorkerOptions): Worker {
             }
           }
           failures = 0;
+          // With every slot taken there is nothing to claim at a wake-up: a freed slot wakes the loop.
+          if (active.size < concurrency) nextWake = await readNextWake(store, registry.keys);
         } catch (error) {
           failures += 1;
           emit({
@@ -271,7 +286,7 @@ export function createWorker(options: WorkerOptions): Worker {
         }
       }
       if (state !== 'running') break;
-      await wake.wait(pollMs);
+      await wake.wait(delayBeforeNextPass(pollMs, nextWake, passStart, clock.now()));
     }
   }
 

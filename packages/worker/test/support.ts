@@ -1,5 +1,5 @@
-import { defineAgent, defineTool, type DurableStore, type Clock } from '@cairn/sdk';
-import { scriptedModel } from '@cairn/testing';
+import { defineAgent, defineTool, waitUntilTool, type DurableStore, type Clock } from '@cairn/sdk';
+import { scriptedModel, type Script } from '@cairn/testing';
 import { z } from 'zod';
 
 /** A gate a tool waits on, so a test can hold a run mid-tool and let it go. */
@@ -59,4 +59,53 @@ export function orderAgent(
 /** Resolves when `predicate` holds, checking after each event loop turn (bounded by the test timeout). */
 export async function until(predicate: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await predicate())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/**
+ * An agent whose `refund` call waits for a person's approval, then answers "Refunded."; `refunds` counts the
+ * refunds the tool made. It has the `wait_until` tool too, for scripts that sleep.
+ */
+export function refundAgent(
+  store: DurableStore,
+  clock: Clock,
+  options: {
+    name?: string;
+    script?: Script;
+    recordCalls?: boolean;
+    /** Runs before each model call (to send a signal mid-trip). */
+    beforeGenerate?: () => Promise<void>;
+  } = {},
+) {
+  const refunds: string[] = [];
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refunds an order.',
+    input: z.object({ order: z.string() }),
+    execute: ({ order }, ctx) => {
+      refunds.push(`${ctx.runId}:${order}`);
+      return { refunded: order };
+    },
+  });
+  const model = scriptedModel(
+    options.script ?? [
+      { toolCalls: [{ id: 'c-refund', name: 'refund', args: { order: 'o-1' } }] },
+      { text: 'Refunded.' },
+    ],
+    { recordCalls: options.recordCalls ?? true },
+  );
+  const agent = defineAgent({
+    name: options.name ?? 'support',
+    model: {
+      ...model,
+      generate: async (request) => {
+        await options.beforeGenerate?.();
+        return model.generate(request);
+      },
+    },
+    tools: [refund, waitUntilTool()],
+    approval: { tools: { refund: true } },
+    maxTrips: 5,
+    durable: { store, clock },
+  });
+  return { agent, model, refunds };
 }

@@ -1,5 +1,22 @@
 import { z } from 'zod';
+import { heldCallSchema, type HeldCall } from '../approvals.js';
 import type { ModelMessage, Usage } from '../model.js';
+import type { SettledEffect } from '../runtime/step-function.js';
+
+/** A trip whose tool calls are not all answered yet because some wait: for a decision, or for a time. */
+export interface HeldTrip {
+  /** Outcomes of this trip's calls that ran, kept until every call has its answer. */
+  settled: SettledEffect[];
+  approvals: HeldCall[];
+  /** The model asked to wait (a wait tool): its calls, and when the run wakes. */
+  sleep?: { callIds: string[]; until: number; interruptedAt?: number };
+}
+
+/** A user message sent to the run while it worked, kept until the next trip boundary. */
+export interface InboxMessage {
+  kind: 'followUp' | 'steer';
+  content: string;
+}
 
 /** An agent run's state: everything its checkpoint holds. Pure JSON. */
 export interface AgentState {
@@ -11,6 +28,10 @@ export interface AgentState {
   trips: number;
   /** Usage of every settled model call, each counted once. */
   usage: Usage;
+  /** The current trip, while some of its tool calls wait. */
+  held?: HeldTrip;
+  /** Messages sent to the run that join the conversation before the next model call. */
+  inbox?: InboxMessage[];
 }
 
 const jsonValue = z.json();
@@ -35,6 +56,27 @@ const message = z.discriminatedUnion('role', [
   }),
 ]);
 
+const settledEffect = z.object({
+  id: z.string(),
+  outcome: z.discriminatedUnion('status', [
+    z.object({ status: z.literal('ok'), value: jsonValue }),
+    z.object({ status: z.literal('error'), error: jsonValue }),
+    z.object({ status: z.literal('unknown'), error: jsonValue.optional() }),
+  ]),
+});
+const heldTrip = z.object({
+  settled: z.array(settledEffect),
+  approvals: z.array(heldCallSchema),
+  sleep: z
+    .object({
+      callIds: z.array(z.string()),
+      until: z.number(),
+      interruptedAt: z.number().optional(),
+    })
+    .optional(),
+});
+const inboxMessage = z.object({ kind: z.enum(['followUp', 'steer']), content: z.string() });
+
 /** Validates a stored agent state. */
 export const agentStateSchema: z.ZodType<AgentState> = z.object({
   input: z.string(),
@@ -46,4 +88,6 @@ export const agentStateSchema: z.ZodType<AgentState> = z.object({
     totalTokens: count,
     cachedInputTokens: count.optional(),
   }),
+  held: heldTrip.optional(),
+  inbox: z.array(inboxMessage).optional(),
 }) as z.ZodType<AgentState>;

@@ -23,8 +23,18 @@ import type {
   StepResult,
 } from '../runtime/step-function.js';
 import type { EffectOutcome } from '../store/contract.js';
+import type { RunSignal } from '../store/waits.js';
 import { parseToolArgs, toolCallPolicy, type AnyTool } from '../tool.js';
-import type { AgentState } from './agent-state.js';
+import { agentSignals } from './agent-signals.js';
+import {
+  heldCall,
+  needsApproval,
+  rejectionMessage,
+  type ApprovalPolicy,
+  type HeldCall,
+} from '../approvals.js';
+import type { AgentState, HeldTrip } from './agent-state.js';
+import { sleepUntil, takeSignals, waitDetail, waitToolLimit } from './agent-waits.js';
 import { distinctToolCallIds } from './tool-call-ids.js';
 
 /** The parts of an agent definition its step function depends on. */
@@ -33,6 +43,7 @@ export interface AgentShape {
   maxTrips: number;
   output: z.ZodType | undefined;
   modelRetry: RetryPolicy;
+  approval: ApprovalPolicy | undefined;
 }
 
 /** What the model is told about a tool call that was in flight at a crash and was not run again. */
@@ -69,9 +80,15 @@ export function agentInit(input: string): AgentState {
 /** The agent as a pure step function: a model call per trip, then the tool calls it asked for. */
 export function agentStep(shape: AgentShape, state: AgentState, event: StepEvent): AgentStep {
   if (event.type === 'start') return nextTrip(shape, state);
+  if (event.type === 'woken' || event.type === 'signals')
+    return afterSignals(shape, state, event.signals, event.now);
   const [first] = event.effects;
   if (first !== undefined && first.id === modelEffectId(state.trips)) {
-    return afterModel(shape, state, first.outcome);
+    return afterModel(shape, state, first.outcome, event.now);
+  }
+  if (state.held !== undefined) {
+    const settled = [...state.held.settled, ...event.effects];
+    return continueHeld(shape, { ...state, held: { ...state.held, settled } }, event.now);
   }
   return afterTools(shape, state, toolMessages(shape, state, event.effects));
 }
@@ -103,7 +120,15 @@ export function toolEffectId(trip: number, toolCallId: string): string {
   return `trip-${trip}/tool/${toolCallId}`;
 }
 
-function nextTrip(shape: AgentShape, state: AgentState): AgentStep {
+function nextTrip(shape: AgentShape, before: AgentState): AgentStep {
+  // Messages sent to the run join the conversation here, after the last trip's tool answers.
+  const { inbox, ...state } = before;
+  if (inbox !== undefined && inbox.length > 0) {
+    state.messages = [
+      ...state.messages,
+      ...inbox.map((message): ModelMessage => ({ role: 'user', content: message.content })),
+    ];
+  }
   const model: PerformCommand = {
     type: 'perform',
     id: modelEffectId(state.trips),
@@ -118,7 +143,12 @@ function fail(state: AgentState, error: CairnError): AgentStep {
   return { state, commands: [{ type: 'fail', error: serializeError(error) }] };
 }
 
-function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome): AgentStep {
+function afterModel(
+  shape: AgentShape,
+  state: AgentState,
+  outcome: EffectOutcome,
+  now: number,
+): AgentStep {
   if (outcome.status !== 'ok') {
     const cause = outcome.status === 'error' ? outcome.error : undefined;
     return fail(state, modelCallFailed(`The model call of trip ${state.trips}`, cause));
@@ -139,9 +169,25 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
   if (toolCalls.length === 0) return finish(shape, next, response.message.content);
 
   const commands: Command[] = [];
+  const held: HeldTrip = { settled: [], approvals: [] };
   for (const [index, call] of toolCalls.entries()) {
     const tool = shape.tools.get(call.name);
-    if (tool === undefined || !parseToolArgs(tool, call.args).ok) continue;
+    const parsed = tool === undefined ? undefined : parseToolArgs(tool, call.args);
+    if (tool === undefined || !parsed?.ok) continue;
+    // A call that waits (a sleep the model asked for, a call the policy holds back) runs later, if at all.
+    const maxSeconds = waitToolLimit(tool);
+    if (maxSeconds !== undefined) {
+      const until = sleepUntil(parsed.args as never, now, maxSeconds);
+      const sleep = held.sleep ?? { callIds: [], until };
+      held.sleep = { callIds: [...sleep.callIds, call.id], until: Math.max(sleep.until, until) };
+      continue;
+    }
+    if (needsApproval(shape.approval, call.name, parsed.args)) {
+      held.approvals.push(
+        heldCall(call.id, call.name, call.args, { approval: shape.approval, now }),
+      );
+      continue;
+    }
     // The id versions that kept repeated ids journaled this call under, shared with the call it repeated.
     const former = response.toolCalls[index]!.id || `call-${state.trips}-${index}`;
     commands.push({
@@ -158,9 +204,113 @@ function afterModel(shape: AgentShape, state: AgentState, outcome: EffectOutcome
       ...toolCallPolicy(tool),
     });
   }
+  if (held.approvals.length > 0 || held.sleep !== undefined) {
+    const holding: AgentState = { ...next, held };
+    // The calls that need nothing run now; the trip waits for the others once they settled.
+    return commands.length > 0 ? { state: holding, commands } : continueHeld(shape, holding, now);
+  }
   // Every call was rejected before running: answer them all and go on to the next trip.
   if (commands.length === 0) return afterTools(shape, next, toolMessages(shape, next, []));
   return { state: next, commands };
+}
+
+/**
+ * Signals handed to the run: taken into the state, then the run goes on from where it was: a held trip
+ * decides again, a trip boundary starts the next trip (with the messages), and an agent that was about to end
+ * with its answer reads the messages first.
+ */
+function afterSignals(
+  shape: AgentShape,
+  state: AgentState,
+  signals: readonly RunSignal[],
+  now: number,
+): AgentStep {
+  let next: AgentState;
+  try {
+    next = takeSignals(state, signals, { approval: shape.approval, now });
+  } catch (error) {
+    return fail(state, error as CairnError);
+  }
+  if (next.held !== undefined) return continueHeld(shape, next, now);
+  const last = next.messages.at(-1);
+  const answered = last?.role === 'assistant' && (last.toolCalls ?? []).length === 0;
+  if (answered && (next.inbox ?? []).length === 0) return finish(shape, next, last.content);
+  if (answered && next.trips >= shape.maxTrips) return maxTripsExceeded(shape, next);
+  return nextTrip(shape, next);
+}
+
+/**
+ * A held trip goes on: approved calls run; while calls still wait for a decision or the sleep has time left,
+ * the run waits (for a decision, a steer, or the earliest deadline); once every call has its answer, the
+ * trip ends as any trip does.
+ */
+function continueHeld(shape: AgentShape, state: AgentState, now: number): AgentStep {
+  const held = state.held!;
+  const trip = state.trips - 1;
+  const approved = held.approvals.filter((c) => c.decision?.approved === true && !c.started);
+  if (approved.length > 0) {
+    const approvals = held.approvals.map((c) =>
+      approved.includes(c) ? { ...c, started: true } : c,
+    );
+    return {
+      state: { ...state, held: { ...held, approvals } },
+      commands: approved.map((call) => heldToolCommand(shape, trip, call)),
+    };
+  }
+  const undecided = held.approvals.filter((c) => c.decision === undefined);
+  const sleep = held.sleep;
+  const sleeping = sleep !== undefined && sleep.interruptedAt === undefined && sleep.until > now;
+  if (undecided.length > 0 || sleeping) {
+    const times = undecided.flatMap((c) => (c.deadline === null ? [] : [c.deadline]));
+    if (sleeping) times.push(sleep.until);
+    return {
+      state,
+      commands: [
+        {
+          type: 'wait',
+          ...(times.length === 0 ? {} : { until: Math.min(...times) }),
+          signals:
+            undecided.length > 0
+              ? [agentSignals.approval, agentSignals.steer]
+              : [agentSignals.steer],
+          detail: waitDetail(held),
+        },
+      ],
+    };
+  }
+  const answers: SettledEffect[] = [...held.settled];
+  for (const call of held.approvals) {
+    if (call.decision?.approved !== false) continue;
+    answers.push({
+      id: toolEffectId(trip, call.callId),
+      outcome: {
+        status: 'error',
+        error: {
+          name: 'CairnError',
+          code: 'TOOL_REJECTED',
+          message: rejectionMessage(call.decision),
+          retryable: false,
+        },
+      },
+    });
+  }
+  for (const callId of sleep?.callIds ?? []) {
+    const value: { [key: string]: JsonValue } = { wokeAt: new Date(now).toISOString() };
+    if (sleep?.interruptedAt !== undefined) value.interrupted = 'A new instruction arrived.';
+    answers.push({ id: toolEffectId(trip, callId), outcome: { status: 'ok', value } });
+  }
+  const { held: _answered, ...rest } = state;
+  return afterTools(shape, rest, toolMessages(shape, rest, answers));
+}
+
+/** The command that runs a call once it was approved: the same effect it would have been without the policy. */
+function heldToolCommand(shape: AgentShape, trip: number, call: HeldCall): PerformCommand {
+  return {
+    type: 'perform',
+    id: toolEffectId(trip, call.callId),
+    effect: { kind: 'tool', tool: call.tool, toolCallId: call.callId, args: call.args, trip },
+    ...toolCallPolicy(shape.tools.get(call.tool)!),
+  };
 }
 
 /** The tool messages answering the last assistant message, in the order the model asked. */
@@ -211,17 +361,19 @@ function toolMessages(
 
 function afterTools(shape: AgentShape, state: AgentState, answers: ModelMessage[]): AgentStep {
   const next: AgentState = { ...state, messages: [...state.messages, ...answers] };
-  if (next.trips >= shape.maxTrips) {
-    return fail(
-      next,
-      new CairnError(
-        'MAX_TRIPS_EXCEEDED',
-        `The agent used all ${shape.maxTrips} trips without giving a final answer.`,
-        { data: { maxTrips: shape.maxTrips } },
-      ),
-    );
-  }
+  if (next.trips >= shape.maxTrips) return maxTripsExceeded(shape, next);
   return nextTrip(shape, next);
+}
+
+function maxTripsExceeded(shape: AgentShape, state: AgentState): AgentStep {
+  return fail(
+    state,
+    new CairnError(
+      'MAX_TRIPS_EXCEEDED',
+      `The agent used all ${shape.maxTrips} trips without giving a final answer.`,
+      { data: { maxTrips: shape.maxTrips } },
+    ),
+  );
 }
 
 function finish(shape: AgentShape, state: AgentState, content: string): AgentStep {

@@ -22,10 +22,19 @@ import type {
   EffectContext,
   RetryPolicy,
 } from '../runtime/step-function.js';
+import { checkRunId } from '../run-id.js';
 import { structuralSignature } from '../signature.js';
+import type { SignalReceipt } from '../store/waits.js';
 import { executeTool, jsonSchemaOf, toolSpec, type AnyTool } from '../tool.js';
 import { agentStateSchema, type AgentState } from './agent-state.js';
+import {
+  agentSignals,
+  approvalMethods,
+  signalStore,
+  type ApprovalMethods,
+} from './agent-signals.js';
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
+import type { ApprovalPolicy } from '../approvals.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
 /** What `defineAgent` takes. */
@@ -46,6 +55,12 @@ export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
   tracerProvider?: TracerProvider;
   /** Retries of `retryable` model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
+  /**
+   * Tool calls that wait for a person's decision before they run (`client.approve` / `client.reject`, or
+   * `agent.approve` / `agent.reject`). Not part of the signature: a run decides each call once, under the
+   * policy it met.
+   */
+  approval?: ApprovalPolicy;
 }
 
 /** The output type of an agent: the schema's output, or the final text. */
@@ -68,7 +83,7 @@ export interface AgentResult<Output> {
 }
 
 /** A durable agent: a pure step function plus the runtime that performs its effects. */
-export interface Agent<Output = unknown> {
+export interface Agent<Output = unknown> extends ApprovalMethods {
   readonly kind: 'agent';
   readonly name: string;
   /** Model name and provider, sorted tool names, maxTrips, whether output is set, and version. */
@@ -82,6 +97,21 @@ export interface Agent<Output = unknown> {
   execute(input: string, options?: ExecuteOptions): Promise<AgentResult<Output>>;
   /** Continues a run from its last checkpoint; a finished run returns its stored end at once. */
   resume(runId: string, options?: ResumeOptions): Promise<AgentResult<Output>>;
+  /** A user message the run adds to its conversation at its next trip boundary. */
+  followUp(
+    runId: string,
+    content: string,
+    options?: { idempotencyKey?: string },
+  ): Promise<SignalReceipt>;
+  /**
+   * A user message that interrupts the current plan: it ends a wait (calls waiting for a decision are
+   * answered as not approved) and is read before the next model call.
+   */
+  steer(
+    runId: string,
+    content: string,
+    options?: { idempotencyKey?: string },
+  ): Promise<SignalReceipt>;
 }
 
 /** Defines a durable agent. */
@@ -106,11 +136,20 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
       `maxTrips must be a positive integer, got ${maxTrips}.`,
     );
   }
+  for (const name of Object.keys(config.approval?.tools ?? {})) {
+    if (!tools.has(name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Agent "${config.name}" has an approval rule for "${name}", which is not one of its tools.`,
+      );
+    }
+  }
   const shape: AgentShape = {
     tools,
     maxTrips,
     output: config.output,
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
+    approval: config.approval,
   };
   const signature = structuralSignature({
     kind: 'agent',
@@ -136,6 +175,8 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
     checkStoredEffect: checkStoredAgentEffect,
     telemetry: agentTelemetry(config.name, config.model),
+    // Follow-up and steer messages reach it at trip boundaries, not only when a wait ends.
+    receivesSignals: true,
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);
       if (effect.kind === 'tool') return callTool(effect, context);
@@ -178,6 +219,12 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     resumed: run.resumed,
   });
 
+  const store = () => signalStore('agent', config.name, config.durable?.store);
+  const message =
+    (name: string) =>
+    (runId: string, content: string, options: { idempotencyKey?: string } = {}) =>
+      store().signal(checkRunId(runId), { name, payload: { content }, ...options });
+
   return {
     kind: 'agent',
     name: config.name,
@@ -187,5 +234,8 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     tracerProvider: config.tracerProvider,
     execute: async (input, options) => toResult(await runner.execute(input, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
+    ...approvalMethods(store),
+    followUp: message(agentSignals.followUp),
+    steer: message(agentSignals.steer),
   };
 }

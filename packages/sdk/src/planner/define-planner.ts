@@ -27,6 +27,8 @@ import { executeTool } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
 import { plannerSystemPrompt } from './planner-prompt.js';
+import { approvalMethods, signalStore, type ApprovalMethods } from '../agent/agent-signals.js';
+import type { ApprovalPolicy } from '../approvals.js';
 import { plannerTelemetry } from './planner-telemetry.js';
 import { plannerStateSchema, type LedgerEntry, type PlannerState } from './planner-state.js';
 import { planLimits } from './plan-limits.js';
@@ -58,6 +60,15 @@ export interface PlannerConfig {
   durable?: DurableOptions;
   /** Where spans go. @defaultValue the global tracer provider (a no-op until an OpenTelemetry SDK registers one) */
   tracerProvider?: TracerProvider;
+  /**
+   * Capabilities whose nodes wait for a person's decision on their input before they run, always (`true`) or
+   * when a predicate of the input says so. Other ready nodes run meanwhile; the run waits, holding nothing, once
+   * only held nodes are left. A rejected node fails with `TOOL_REJECTED` and the planner replans around it.
+   * Not part of the signature.
+   */
+  approval?: Omit<ApprovalPolicy, 'tools'> & {
+    capabilities: ApprovalPolicy['tools'];
+  };
   /** Retries of `retryable` planning model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
 }
@@ -80,7 +91,7 @@ export interface PlannerResult {
 }
 
 /** A durable planner: a pure step function over a frozen plan, plus the runtime that performs it. */
-export interface Planner {
+export interface Planner extends ApprovalMethods {
   readonly kind: 'planner';
   readonly name: string;
   /** Planner name, capability names and kinds in order, and version. */
@@ -148,6 +159,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     maxPlanAttempts: positiveInteger('maxPlanAttempts', config.maxPlanAttempts ?? 3, 1),
     maxPlanNodes: positiveInteger('maxPlanNodes', config.maxPlanNodes ?? planLimits.maxNodes, 1),
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
+    approval: plannerApproval(config),
   };
   const signature = structuralSignature({
     kind: 'planner',
@@ -260,6 +272,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     tracerProvider: config.tracerProvider,
     execute: async (goal, options) => toResult(await runner.execute(goal, options)),
     resume: async (runId, options) => toResult(await runner.resume(runId, options)),
+    ...approvalMethods(() => signalStore('planner', config.name, config.durable?.store)),
   };
 }
 
@@ -276,4 +289,19 @@ function checkStoredPlannerEffect(
       : 'is a node without its id or capability';
   }
   return `is of a kind planners never perform (${JSON.stringify(effect.kind)})`;
+}
+
+/** The planner's approval policy in the shape agents and planners share, its capability names checked. */
+function plannerApproval(config: PlannerConfig): ApprovalPolicy | undefined {
+  if (config.approval === undefined) return undefined;
+  const { capabilities, ...rest } = config.approval;
+  for (const name of Object.keys(capabilities)) {
+    if (!config.capabilities.some((capability) => capability.name === name)) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Planner "${config.name}" has an approval rule for "${name}", which is not one of its capabilities.`,
+      );
+    }
+  }
+  return { ...rest, tools: capabilities };
 }

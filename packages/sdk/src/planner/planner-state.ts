@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { heldCallSchema, type HeldCall } from '../approvals.js';
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { Usage } from '../model.js';
@@ -71,6 +72,8 @@ export interface PlannerState {
    * so one in flight across the upgrade is continued, not started again.
    */
   childRunIds?: 'reserved';
+  /** Ready nodes the approval policy holds, with the decisions taken on them, until they start or fail. */
+  awaiting?: HeldCall[];
 }
 
 const count = z.number().int().nonnegative();
@@ -132,4 +135,5 @@ export const plannerStateSchema = z.object({
   replanCount: count,
   running: z.array(z.string()),
   childRunIds: z.literal('reserved').optional(),
+  awaiting: z.array(heldCallSchema).optional(),
 }) as unknown as z.ZodType<PlannerState>;

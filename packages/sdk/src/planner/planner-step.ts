@@ -1,3 +1,4 @@
+import { decideHeldCalls, type ApprovalPolicy, type HeldCall } from '../approvals.js';
 import { CairnError, deserializeError, NodeFailedError, serializeError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import { addUsage, modelCallFailed, zeroUsage, type CheckedModelResponse } from '../model.js';
@@ -19,6 +20,7 @@ import {
   takeProgress,
   type PlanProgress,
 } from './plan-progress.js';
+import { gateNode, waitForDecisions } from './planner-approvals.js';
 import { entryOf, nodeEffectId, prepare, settledEntry } from './planner-nodes.js';
 import { goalMessage, rejectionMessage, replanMessage } from './planner-prompt.js';
 import type { FrozenPlan, LedgerEntry, PlannerState } from './planner-state.js';
@@ -33,6 +35,8 @@ export interface PlannerShape {
   /** Nodes a plan may have. */
   maxPlanNodes: number;
   modelRetry: RetryPolicy;
+  /** Capabilities whose nodes wait for a person's decision (`tools` names capabilities). */
+  approval: ApprovalPolicy | undefined;
 }
 
 type PlannerStep = StepResult<PlannerState>;
@@ -84,12 +88,18 @@ const checkpoint: Command = { type: 'checkpoint' };
 
 /** One step: the definition's shape and the plan progress it brings up to date. */
 class Step {
+  /** The event's time: deadlines of held nodes are counted from it. */
+  private now = 0;
+
   constructor(
     private readonly shape: PlannerShape,
     public progress: PlanProgress | undefined,
   ) {}
 
   run(state: PlannerState, event: StepEvent): PlannerStep {
+    this.now = event.now;
+    if (event.type === 'woken' || event.type === 'signals')
+      return this.afterDecisions(state, event);
     if (event.type === 'start')
       return state.phase === 'planning' ? this.askPlanner(state) : this.dispatch(state, true);
     if (state.phase === 'planning') {
@@ -97,6 +107,23 @@ class Step {
       return this.afterPlanning(state, settled?.outcome ?? { status: 'unknown' });
     }
     return this.afterNodes(state, event.effects);
+  }
+
+  /** A wait for decisions on held nodes ended: the decisions are taken, and ready nodes start again. */
+  private afterDecisions(
+    state: PlannerState,
+    event: Extract<StepEvent, { type: 'woken' | 'signals' }>,
+  ): PlannerStep {
+    let awaiting: HeldCall[];
+    try {
+      awaiting = decideHeldCalls(state.awaiting ?? [], event.signals, {
+        approval: this.shape.approval,
+        now: event.now,
+      });
+    } catch (error) {
+      return fail(state, error as CairnError);
+    }
+    return this.dispatch(withAwaiting(state, awaiting), true);
   }
 
   private progressOf(state: PlannerState & { plan: FrozenPlan }): PlanProgress {
@@ -195,33 +222,60 @@ class Step {
     if (progress.remaining === 0) return complete(state, progress.outputs);
 
     const settle = checkpointed ? [checkpoint] : [];
-    const ready = progress.take(Math.max(0, this.shape.maxParallel - state.running.length));
-    if (ready.length === 0) {
-      if (state.running.length > 0) return { state, commands: settle };
-      return fail(
-        state,
-        new CairnError('PLAN_INVALID', `No node of plan revision ${plan.revision} can run.`, {
-          data: { remaining: progress.remainingIds() },
-        }),
-      );
-    }
+    const budget = Math.max(0, this.shape.maxParallel - state.running.length);
     const commands: Command[] = [...settle];
     const rejected: LedgerEntry[] = [];
-    const started: string[] = [];
-    for (const node of ready) {
-      const prepared = prepare(this.shape.capabilities, node, progress.outputs);
-      if (prepared.type === 'perform') {
-        commands.push(prepared);
-        started.push(node.id);
-      } else
-        rejected.push({ ...entryOf(node, plan.revision), status: 'failed', ...prepared.entry });
+    const started: PlanNode[] = [];
+    // Ready nodes held for a decision do not run and take no slot: the nodes after them may.
+    const held: PlanNode[] = [];
+    let awaiting = state.awaiting ?? [];
+    while (started.length < budget && rejected.length === 0) {
+      const ready = progress.take(budget - started.length);
+      if (ready.length === 0) break;
+      for (const node of ready) {
+        const prepared = prepare(this.shape.capabilities, node, progress.outputs);
+        if (prepared.type !== 'perform') {
+          rejected.push({ ...entryOf(node, plan.revision), status: 'failed', ...prepared.entry });
+          continue;
+        }
+        const gate = gateNode(this.shape.approval, awaiting, node, prepared, this.now);
+        awaiting = gate.awaiting;
+        if (gate.verdict === 'hold') held.push(node);
+        else if (gate.verdict === 'rejected') {
+          const input = prepared.effect.input ?? null;
+          rejected.push({
+            ...entryOf(node, plan.revision),
+            status: 'failed',
+            input,
+            error: gate.error,
+          });
+        } else {
+          commands.push(prepared);
+          started.push(node);
+        }
+      }
     }
     if (rejected.length > 0) {
-      // A node whose input cannot be built never runs, and nothing new starts after it.
-      progress.giveBack(ready.filter((node) => started.includes(node.id)));
-      return this.dispatch({ ...state, ledger: [...state.ledger, ...rejected] }, true);
+      // A node whose input cannot be built (or that was not approved) never runs, and nothing new starts
+      // after it: the failure is handled first.
+      progress.giveBack([...started, ...held]);
+      const ledger = [...state.ledger, ...rejected];
+      return this.dispatch(withAwaiting({ ...state, ledger }, awaiting), true);
     }
-    return { state: { ...state, running: [...state.running, ...started] }, commands };
+    progress.giveBack(held);
+    const next = withAwaiting(
+      { ...state, running: [...state.running, ...started.map((node) => node.id)] },
+      awaiting,
+    );
+    if (started.length > 0) return { state: next, commands };
+    if (state.running.length > 0) return { state: next, commands: settle };
+    if (held.length > 0) return { state: next, commands: [waitForDecisions(awaiting)] };
+    return fail(
+      state,
+      new CairnError('PLAN_INVALID', `No node of plan revision ${plan.revision} can run.`, {
+        data: { remaining: progress.remainingIds() },
+      }),
+    );
   }
 
   private afterNodes(state: PlannerState, effects: readonly SettledEffect[]): PlannerStep {
@@ -273,8 +327,9 @@ class Step {
     if (state.plan === null || first === undefined) return this.dispatch(state, true);
     if (state.replanCount < shape.maxReplans) {
       const request = replanMessage(state.plan, state.ledger, failures);
+      // Decisions asked for nodes of the plan being replaced are not needed any more.
       return this.askPlanner({
-        ...state,
+        ...withAwaiting(state, []),
         phase: 'planning',
         replanCount: state.replanCount + 1,
         conversation: [...state.conversation, { role: 'user', content: request }],
@@ -296,6 +351,12 @@ class Step {
       ),
     );
   }
+}
+
+/** The state with these held nodes (none: no `awaiting` field, as in states from before approvals). */
+function withAwaiting(state: PlannerState, awaiting: readonly HeldCall[]): PlannerState {
+  const { awaiting: _before, ...rest } = state;
+  return awaiting.length === 0 ? rest : { ...rest, awaiting: [...awaiting] };
 }
 
 function complete(state: PlannerState, outputs: ReadonlyMap<string, JsonValue>): PlannerStep {

@@ -7,12 +7,14 @@ import {
   notAChildError,
   RunNotFoundError,
   RunSuspendedError,
+  RunWaitingError,
   serializeError,
 } from '../errors.js';
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
 import { Attempt } from './attempt.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
-import { checkDrift, finishedResult, runUnderLease } from './run-loop.js';
+import { runUnderLease } from './run-loop.js';
+import { checkDrift, finishedResult } from './stored-run-checks.js';
 import { retryStoreCall } from './run-writer.js';
 import type { DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { initialRunSnapshot } from './runtime-snapshot.js';
@@ -303,7 +305,8 @@ async function traceAttempt<State, Input, Output>(
       });
     }
     if (error instanceof RunSuspendedError) span.addEvent('cairn.suspended');
-    recordError(span, error);
+    // A wait is how the attempt ends, not an error.
+    if (!(error instanceof RunWaitingError)) recordError(span, error);
     throw error;
   } finally {
     span.end();
@@ -344,6 +347,7 @@ function outcomeOf(error: unknown, attempt: Attempt): string {
   if (stopped === 'lease-lost' || error instanceof LeaseLostError) return 'lease_lost';
   if (stopped === 'cancelled') return 'cancelled';
   if (error instanceof RunSuspendedError) return 'suspended';
+  if (error instanceof RunWaitingError) return 'waiting';
   return 'failed';
 }
 

@@ -5,73 +5,29 @@ import {
   isCairnError,
   RunNotFoundError,
   RunSuspendedError,
+  RunWaitingError,
   serializeError,
 } from '../errors.js';
 import { storableJson, storableView, type JsonValue } from '../json.js';
-import { isTerminalStatus, type DurableStore, type RunRecord } from '../store/contract.js';
+import type { DurableStore } from '../store/contract.js';
+import { checkRunWait, isWaitDue, type RunWait } from '../store/waits.js';
 import type { Attempt } from './attempt.js';
+import { checkDrift, finishedResult } from './stored-run-checks.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import { releaseWhileHeld } from './lease-keeper.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
-import {
-  parseRuntimeSnapshot,
-  unstartedSignature,
-  type RuntimeSnapshot,
-} from './runtime-snapshot.js';
+import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
+import { SignalCursor, wokenEvent } from './signal-cursor.js';
 import { checkJournal, checkStoredEffects } from './stored-journal.js';
-import type { DurableDefinition, PerformCommand, StepEvent, StepResult } from './step-function.js';
+import type {
+  DurableDefinition,
+  PerformCommand,
+  StepEvent,
+  StepResult,
+  WaitCommand,
+} from './step-function.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
-
-export function checkDrift<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-  force: boolean,
-): void {
-  // A run started by name has not met a definition yet: its first checkpoint writes the signature.
-  if (
-    !force &&
-    record.signature !== unstartedSignature &&
-    record.signature !== definition.signature
-  ) {
-    throw definition.driftError(record.runId, record.signature, definition.signature);
-  }
-}
-
-/** The stored end of a finished run, which resuming returns (or throws) without performing anything. */
-export function finishedResult<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  record: RunRecord,
-): DurableRunResult<State, Output> | undefined {
-  if (record.status === 'completed') {
-    const snapshot = parseRuntimeSnapshot(record.runId, record.snapshot, (s) =>
-      definition.parseState(s),
-    );
-    return {
-      runId: record.runId,
-      output: definition.parseOutput(record.output ?? null),
-      state: snapshot.state,
-      epoch: null,
-      resumed: true,
-    };
-  }
-  if (isTerminalStatus(record.status)) {
-    throw deserializeError(
-      record.error ?? {
-        name: 'CairnError',
-        code:
-          record.status === 'cancelled'
-            ? 'RUN_CANCELLED'
-            : record.status === 'dead_lettered'
-              ? 'RUN_DEAD_LETTERED'
-              : 'RUN_FAILED',
-        message: `Run "${record.runId}" ended ${record.status}.`,
-        retryable: false,
-      },
-    );
-  }
-  return undefined;
-}
 
 export async function runUnderLease<State, Input, Output>(
   definition: DurableDefinition<State, Input, Output>,
@@ -83,10 +39,12 @@ export async function runUnderLease<State, Input, Output>(
 ): Promise<DurableRunResult<State, Output>> {
   const { store, runId, clock } = options;
   const currentLease = () => (holding.type === 'own' ? holding.keeper.lease : holding.lease);
+  let released = false;
   const release = async () => {
     // A child's lease is its parent's: the parent releases.
-    if (holding.type === 'own')
-      await releaseWhileHeld(store, currentLease(), holding.keeper.deadline, clock);
+    if (holding.type !== 'own' || released) return;
+    released = true;
+    await releaseWhileHeld(store, currentLease(), holding.keeper.deadline, clock);
   };
   let pool: EffectPool<State, Input, Output> | undefined;
   const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>
@@ -156,10 +114,33 @@ export async function runUnderLease<State, Input, Output>(
     if (origin !== undefined) snapshot.trace = origin;
     writer = new RunWriter(store, attempt, clock, options.storeRetry, journal, snapshot.journalSeq);
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
+    const signals = new SignalCursor(store, attempt, clock, options.storeRetry);
+    // Signals reach a root run only: a child's mailbox is its root's.
+    const receivesSignals = definition.receivesSignals === true && holding.type === 'own';
 
     pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
     let result: StepResult<State>;
-    if (snapshot.pending === null) {
+    // A run woken from a wait is stored `waiting` until its first checkpoint: written before any effect starts.
+    let checkpointFirst = loaded.run.status === 'waiting';
+    if (loaded.run.status === 'waiting') {
+      // A cancel asked while it waited is what woke it: it ends here, cancelled.
+      attempt.assertActive();
+      const wait = loaded.run.wait ?? { until: null, signals: [] };
+      const mailbox = signals.notHandedOver(loaded.signals ?? []);
+      const now = clock.now();
+      if (!isWaitDue(wait, mailbox, now)) {
+        await release();
+        throw new RunWaitingError(runId, storableJson(wait) as unknown as JsonValue);
+      }
+      tracing.woke(wait, mailbox, snapshot.waitingSince, now);
+      if (snapshot.pending === null) {
+        // A scheduled start: its signals stay in the mailbox for the step to take when it takes signals.
+        result = stepOf(definition, snapshot.state, { type: 'start', now });
+      } else {
+        signals.handOver(mailbox);
+        result = stepOf(definition, snapshot.state, wokenEvent(wait, mailbox, now));
+      }
+    } else if (snapshot.pending === null) {
       result = stepOf(definition, snapshot.state, { type: 'start', now: clock.now() });
     } else {
       await pool.start(snapshot.pending, snapshot.state);
@@ -169,11 +150,33 @@ export async function runUnderLease<State, Input, Output>(
     for (;;) {
       const end = result.commands.find((c) => c.type === 'complete' || c.type === 'fail');
       const performs = result.commands.filter((c): c is PerformCommand => c.type === 'perform');
+      const waitCommand = result.commands.find((c): c is WaitCommand => c.type === 'wait');
       const state = result.state;
+      const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
+      // Signals are handed over at a boundary with nothing in flight, before the step's commands are acted on:
+      // the step answers them with new commands (its earlier ones never started).
+      if (
+        receivesSignals &&
+        end?.type !== 'fail' &&
+        (checkpointed || end !== undefined || waitCommand !== undefined) &&
+        pool.pending().length === 0
+      ) {
+        const unseen = await signals.unseen();
+        if (unseen.length > 0) {
+          signals.handOver(unseen);
+          tracing.signalsArrived(unseen);
+          result = stepOf(definition, state, {
+            type: 'signals',
+            now: clock.now(),
+            signals: unseen,
+          });
+          continue;
+        }
+      }
       // The snapshot and the journal seq it accounts for are taken together, right before it is written:
       // marks recorded after that (while it is on its way) stay in the journal. The store serializes it;
       // nothing changes the state while the checkpoint is on its way (the loop waits for it).
-      const runtimeSnapshot = (pending: PerformCommand[]) => {
+      const runtimeSnapshot = (pending: PerformCommand[], waitingSince?: number) => {
         const carried = writer!.entriesOf(pending.map((command) => command.id));
         const journalSeq = writer!.lastSeq;
         const taken = storableView({
@@ -183,6 +186,7 @@ export async function runUnderLease<State, Input, Output>(
           journalSeq,
           ...(carried.length === 0 ? {} : { carried }),
           ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
+          ...(waitingSince === undefined ? {} : { waitingSince }),
         }) as unknown as JsonValue;
         return { snapshot: taken, journalSeq };
       };
@@ -197,6 +201,7 @@ export async function runUnderLease<State, Input, Output>(
           status: 'completed',
           signature: definition.signature,
           ...runtimeSnapshot([]),
+          ...signals.consumption(),
           output,
           release: holding.type === 'own',
         });
@@ -217,12 +222,61 @@ export async function runUnderLease<State, Input, Output>(
           status: 'failed',
           signature: definition.signature,
           ...runtimeSnapshot([]),
+          ...signals.consumption(),
           error: storableJson(end.error),
           release: holding.type === 'own',
         });
         tracing.closeAll(end.error);
         await release();
         throw deserializeError(end.error);
+      }
+      if (waitCommand !== undefined) {
+        const problem =
+          performs.length > 0 || pool.pending().length > 0
+            ? 'while effects were pending'
+            : holding.type !== 'own'
+              ? 'in a child run (only a root run waits)'
+              : undefined;
+        let wait: RunWait;
+        try {
+          if (problem !== undefined) {
+            throw new CairnError(
+              'INVALID_ARGUMENT',
+              `The ${definition.kind} "${definition.name}" step returned a wait ${problem}.`,
+            );
+          }
+          wait = checkRunWait(
+            storableJson({
+              until: waitCommand.until ?? null,
+              signals: [...(waitCommand.signals ?? [])],
+              ...(waitCommand.detail === undefined ? {} : { detail: waitCommand.detail }),
+            }) as unknown as RunWait,
+          );
+        } catch (error) {
+          result = { state, commands: [{ type: 'fail', error: serializeError(error) }] };
+          continue;
+        }
+        // Already due (a signal that came before the wait began, a time already past): go on without waiting.
+        const unseen = await signals.unseen();
+        const now = clock.now();
+        if (isWaitDue(wait, unseen, now)) {
+          signals.handOver(unseen);
+          result = stepOf(definition, state, wokenEvent(wait, unseen, now));
+          continue;
+        }
+        await writer.checkpoint({
+          status: 'waiting',
+          signature: definition.signature,
+          ...runtimeSnapshot([], now),
+          ...signals.consumption(),
+          wait,
+          release: true,
+        });
+        signals.consumed();
+        tracing.waiting(wait);
+        tracing.closeAll();
+        await release();
+        throw new RunWaitingError(runId, wait as unknown as JsonValue);
       }
       const pending = [...pool.pending(), ...performs];
       if (pending.length === 0) {
@@ -242,16 +296,18 @@ export async function runUnderLease<State, Input, Output>(
         result = { state, commands: [{ type: 'fail', error: serializeError(error) }] };
         continue;
       }
-      const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
-      if (checkpointed) {
+      if (checkpointed || checkpointFirst || signals.unconsumed) {
         await writer.checkpoint(
           {
             status: 'running',
             signature: definition.signature,
             ...runtimeSnapshot(pending),
+            ...signals.consumption(),
           },
           pending.map((command) => command.id),
         );
+        signals.consumed();
+        checkpointFirst = false;
       }
       // A unit (a trip, a node) ends once nothing pending belongs to it, checkpointed or not.
       tracing.closeSettledUnits(pending);

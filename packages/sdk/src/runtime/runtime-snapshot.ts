@@ -20,6 +20,8 @@ export interface RuntimeSnapshot<State = JsonValue> {
   carried?: JournalEntry[];
   /** The first attempt's run span, so a resumed attempt's span can link to the original trace. */
   trace?: StoredTraceContext;
+  /** For a waiting run: when the wait began, on the runtime's clock (the start of its `cairn.wait` span). */
+  waitingSince?: number;
 }
 
 /**
@@ -122,6 +124,9 @@ export function parseRuntimeSnapshot<State>(
     typeof trace.spanId === 'string'
   ) {
     snapshot.trace = { traceId: trace.traceId, spanId: trace.spanId };
+  }
+  if (typeof stored.waitingSince === 'number' && Number.isFinite(stored.waitingSince)) {
+    snapshot.waitingSince = stored.waitingSince;
   }
   return snapshot;
 }

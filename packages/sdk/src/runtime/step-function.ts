@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { CairnError, SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import type { EffectOutcome } from '../store/contract.js';
+import type { RunSignal } from '../store/waits.js';
 
 /** How a definition names the spans of its effects; without it, effects get a generic span. */
 export interface EffectTelemetry {
@@ -55,11 +56,25 @@ export interface PerformCommand {
   formerId?: string;
 }
 
+/**
+ * Wait, holding nothing, until a time, until a signal of one of these names is in the run's mailbox, or both
+ * (whichever comes first). Only once no effect is pending. The step then sees a `woken` event. `detail` is what
+ * the run tells a reader it waits for (`RunRecord.wait.detail`).
+ */
+export interface WaitCommand {
+  type: 'wait';
+  /** Milliseconds since the epoch on the runtime's clock (a step computes it from its event's `now`). */
+  until?: number;
+  signals?: readonly string[];
+  detail?: JsonValue;
+}
+
 /** A step's instruction to the runtime. */
 export type Command =
   | PerformCommand
   /** Write a checkpoint of the new state (and the effects still to perform) before anything else. */
   | { type: 'checkpoint' }
+  | WaitCommand
   | { type: 'complete'; output: JsonValue }
   | { type: 'fail'; error: SerializedError };
 
@@ -76,7 +91,14 @@ export interface SettledEffect {
  */
 export type StepEvent =
   | { type: 'start'; now: number }
-  | { type: 'settled'; now: number; effects: readonly SettledEffect[] };
+  | { type: 'settled'; now: number; effects: readonly SettledEffect[] }
+  /**
+   * A wait ended: `signals` are the mailbox's signals not seen before (any name, oldest first), and `timedOut`
+   * says no signal it waited for had arrived (its time came, or a cancel woke it).
+   */
+  | { type: 'woken'; now: number; signals: readonly RunSignal[]; timedOut: boolean }
+  /** Signals that arrived while the run ran (see `DurableDefinition.receivesSignals`), oldest first. */
+  | { type: 'signals'; now: number; signals: readonly RunSignal[] };
 
 /** A step's answer: the next state and what to do. */
 export interface StepResult<State> {
@@ -146,6 +168,14 @@ export interface DurableDefinition<State, Input, Output> {
    * @defaultValue 'batch'
    */
   readonly stepping?: 'batch' | 'each';
+  /**
+   * The step takes signals while the run runs: at a step that checkpoints, completes or waits while no effect is
+   * in flight, the runtime reads the mailbox and, when it holds signals the step has not seen, hands them over
+   * as a `signals` event instead of acting on that step's commands. Without it, signals reach the step only
+   * when a wait ends. Either way a signal is consumed by the checkpoint that follows, never before.
+   * @defaultValue false
+   */
+  readonly receivesSignals?: boolean;
 }
 
 /** The points between which a crash can fall. */

@@ -1,6 +1,7 @@
 import {
   SpanStatusCode,
   trace,
+  type Attributes,
   type Context,
   type Link,
   type Span,
@@ -9,6 +10,7 @@ import {
 } from '@opentelemetry/api';
 import { isCairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
+import type { RunSignal, RunWait } from '../store/waits.js';
 import type { Effect, EffectTelemetry, PerformCommand } from './step-function.js';
 
 /** The tracer name Cairn's spans are reported under. */
@@ -109,6 +111,38 @@ export class AttemptTracing {
     }
   }
 
+  /** The run waits from here, holding nothing: an event on the run span saying for what. */
+  waiting(wait: RunWait): void {
+    this.runSpan.addEvent('cairn.wait', waitAttributes(wait));
+  }
+
+  /**
+   * The wait that ended as this attempt claimed the run: a `cairn.wait` span from when it began (in an earlier
+   * attempt, whose trace this attempt's run span links to) to now, with the signals that arrived as events.
+   */
+  woke(wait: RunWait, signals: readonly RunSignal[], since: number | undefined, now: number): void {
+    const span = this.tracer.startSpan(
+      'cairn.wait',
+      {
+        ...(since === undefined ? {} : { startTime: since }),
+        attributes: {
+          ...waitAttributes(wait),
+          'cairn.wait.timed_out': !signals.some((s) => wait.signals.includes(s.name)),
+        },
+      },
+      this.runContext,
+    );
+    for (const signal of signals)
+      span.addEvent('cairn.signal', signalAttributes(signal), signal.at);
+    span.end(now);
+  }
+
+  /** Signals handed to the step while the run ran: events on the run span. */
+  signalsArrived(signals: readonly RunSignal[]): void {
+    for (const signal of signals)
+      this.runSpan.addEvent('cairn.signal', signalAttributes(signal), signal.at);
+  }
+
   /** Ends every unit span, recording the error on them when the attempt ended with one. */
   closeAll(error?: unknown): void {
     for (const unit of this.units.values()) {
@@ -133,4 +167,15 @@ export class AttemptTracing {
     }
     return open.context;
   }
+}
+
+function waitAttributes(wait: RunWait): Attributes {
+  return {
+    ...(wait.until === null ? {} : { 'cairn.wait.until': new Date(wait.until).toISOString() }),
+    'cairn.wait.signals': wait.signals,
+  };
+}
+
+function signalAttributes(signal: RunSignal): Attributes {
+  return { 'cairn.signal.name': signal.name, 'cairn.signal.seq': signal.seq };
 }

@@ -78,9 +78,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     const { record } = run;
     if (record.status !== 'waiting') return claimableStatuses.includes(record.status);
     return (
-      record.cancelRequested ||
-      record.wait === null ||
-      isWaitDue(record.wait, unconsumed(run), now)
+      record.cancelRequested || record.wait === null || isWaitDue(record.wait, unconsumed(run), now)
     );
   }
 
@@ -132,7 +130,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       recoveries: record.recoveries,
       cancelRequested: record.cancelRequested,
       takenFrom,
-      claimed: { run: view(run), journal: jsonClone(run.journal), signals: jsonClone(unconsumed(run)) },
+      claimed: {
+        run: view(run),
+        journal: jsonClone(run.journal),
+        signals: jsonClone(unconsumed(run)),
+      },
     };
   }
 
@@ -200,7 +202,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     async load(runId): Promise<StoredRun | undefined> {
       const run = runs.get(runId);
       if (run === undefined) return undefined;
-      return { run: view(run), journal: jsonClone(run.journal), signals: jsonClone(unconsumed(run)) };
+      return {
+        run: view(run),
+        journal: jsonClone(run.journal),
+        signals: jsonClone(unconsumed(run)),
+      };
     },
 
     async save(target, checkpoint: Checkpoint) {
@@ -258,7 +264,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
 
     async updateStatus(target, update) {
       if (update.status === 'waiting') {
-        throw new CairnError('INVALID_ARGUMENT', 'A run starts waiting with a checkpoint, not a status change.');
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          'A run starts waiting with a checkpoint, not a status change.',
+        );
       }
       const run = fence(target, update.status);
       if (isTerminalStatus(run.record.status)) return;

@@ -8,6 +8,7 @@ import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
 import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
+import { waitTests } from './wait-tests.js';
 import { workerTests } from './worker-tests.js';
 
 /**
@@ -29,5 +30,6 @@ export function describeStoreConformance(
     describe('corrupted runs', () => corruptionTests(ctx));
     describe('hostile input', () => hostileInputTests(ctx));
     describe('conversation replay', () => replayTests(ctx));
+    describe('waits and mailboxes', () => waitTests(ctx));
   });
 }
