@@ -43,10 +43,10 @@ const claimableOrDue = `${awake(now)} AND ${ofClaimer}`;
 /**
  * Claims up to `limit` runs in one statement, oldest first, and returns them as claimed (record, journal and
  * mailbox). Each source of claimable runs is read by its own index, in O(runs taken): runs nobody holds;
- * waiting runs nobody holds that are due (see `due-waits.ts`); runs of dead
- * sessions (of this instance, or of instances with no live session found dead past the grace, so after a
- * failover every instance first moves its own runs back instead of taking each other's); with
- * `sweepExpired`, leases that ran out; with `reclaimOwner`, this owner's. Rows are taken `FOR UPDATE SKIP
+ * waiting runs nobody holds that are due (see `due-waits.ts`); runs of dead sessions (of this instance, or of
+ * instances with no live session found dead past the grace, so after a failover every instance first moves
+ * its own runs back instead of taking each other's); with `sweepExpired`, leases that ran out; with
+ * `reclaimOwner`, this owner's (of these three, a waiting run only once it is due). Rows are taken `FOR UPDATE SKIP
  * LOCKED`, so workers claiming at the same moment take different runs and none waits for another. A claim
  * from a holder that never released the run counts as a recovery. Nothing is claimed, and `session-lost`
  * returned, when the claimer's own session is gone.

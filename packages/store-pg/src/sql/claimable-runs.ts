@@ -9,10 +9,10 @@ const now = wakeClock('$4');
 const claimableOrDue = `${awake(now)} AND ${ofClaimer}`;
 
 /**
- * Ids of runs a worker may claim, oldest first: root runs in a claimable status (or waiting and due at `now`,
- * see `due-waits.ts`), of one of its definitions, with no owner, a holder whose session was found dead, a lease that ran out, or (with `reclaimOwner`) this
- * owner's. Each source is read by its own index in O(limit), as `claimRuns` reads them. A hint only, read
- * without locks: `acquire` or `claim` decides.
+ * Ids of runs a worker may claim, oldest first: root runs of one of its definitions in a claimable status, or
+ * waiting and due at `now` (see `due-waits.ts`), with no owner, a holder whose session was found dead, a lease
+ * that ran out, or (with `reclaimOwner`) this owner's. Each source is read by its own index in O(limit), as
+ * `claimRuns` reads them. A hint only, read without locks: `acquire` or `claim` decides.
  */
 export async function claimableRuns(
   db: Db,

@@ -13,8 +13,8 @@ import {
 
 /**
  * What a claim statement returns of each run it claimed (its target aliased `alias`): the record with its
- * journal and mailbox, then the lease fields and the owner it was taken from (`previousOwner`, an expression), so the
- * holder need not load the run again.
+ * journal and mailbox, then the lease fields and the owner it was taken from (`previousOwner`, an
+ * expression), so the holder need not load the run again.
  */
 export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
   return `${runColumns(names, alias)}, ${journalColumn(names, alias)}, ${signalsColumn(names, alias)},
