@@ -154,6 +154,21 @@ describe('a waiting run', () => {
     expect((await store.load(runId))?.run).toMatchObject({ status: 'cancelled', wait: null });
   });
 
+  it('tells subscribed workers when it starts waiting and when a cancel request wakes it', async () => {
+    const store = opened().harness.store();
+    let heard = 0;
+    const unsubscribe = await store.subscribe!(() => (heard += 1));
+    try {
+      const runId = await waitingRun(store, { until: 1e15, signals: [] });
+      await expect.poll(() => heard, { timeout: 2_000 }).toBeGreaterThanOrEqual(2); // created, waiting
+      const before = heard;
+      await store.requestCancel(runId);
+      await expect.poll(() => heard, { timeout: 2_000 }).toBeGreaterThan(before);
+    } finally {
+      await unsubscribe();
+    }
+  });
+
   it('starts waiting from a batch of checkpoints, each fenced on its own', async () => {
     const store = opened().harness.store();
     const ids = Array.from({ length: 12 }, () => `batch-${(runs += 1)}`);
