@@ -81,6 +81,10 @@ function narrate(worker: string, line: Line): void {
     say(
       `[${worker}] claimed ${String(line.runKind)} ${line.runId} at epoch ${String(line.epoch)} ${from}`,
     );
+  } else if (line.line === 'event' && line.type === 'waiting') {
+    say(
+      `[${worker}] ${line.runId} waits for ${(line.signals as string[]).join(' or ')}; its slot is free, it holds no lease`,
+    );
   } else if (
     line.line === 'event' &&
     ['completed', 'failed', 'handed_over', 'lease_lost'].includes(line.type ?? '')
@@ -137,6 +141,26 @@ say(
   `at the kill: ${agentRun.runId}'s last checkpoint is the start of trip ${agentAtKill.state.trips}; ` +
     `${plannerRun.runId}'s last checkpoint holds settled nodes [${plannerAtKill.state.ledger.map((n) => n.id).join(', ')}]`,
 );
+
+// The taken-over agent books, then asks to email the traveller: a call held for a person's approval.
+await waitFor(b.lines, (l) => l.type === 'waiting' && l.runId === agentRun.runId);
+for (const run of await client.list({ status: 'waiting' })) {
+  for (const call of run.waitingFor?.approvals ?? []) {
+    say(`a person reads ${run.runId}'s held call: ${call.tool} ${JSON.stringify(call.args)}`);
+    const receipt = await client.approve(run.runId, call.callId, {
+      argsHash: call.argsHash,
+      by: 'ada',
+    });
+    // A second click on the same button: accepted once.
+    const again = await client.approve(run.runId, call.callId, {
+      argsHash: call.argsHash,
+      by: 'ada',
+    });
+    say(
+      `client approved it (signal #${receipt.seq}); a second click was ${again.duplicate ? 'a duplicate, acted on once' : 'NOT deduplicated'}`,
+    );
+  }
+}
 
 const agentOutput = await client.result(agentRun.runId, { pollMs: 100 });
 const plannerOutput = await client.result(plannerRun.runId, { pollMs: 100 });

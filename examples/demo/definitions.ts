@@ -73,6 +73,8 @@ export function demoDefinitions(sql: Sql, schema: string) {
     ],
     system: 'You book trips.',
     maxTrips: 8,
+    // Nothing leaves in the traveller's name before a person has read it: the run waits, holding nothing.
+    approval: { tools: { send_email: true } },
   });
 
   const concierge = defineAgent({

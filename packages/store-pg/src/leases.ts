@@ -123,6 +123,7 @@ export class Leases {
           graceMs: this.ctx.graceMs,
           sweepExpired,
           skip: options.skip ?? [],
+          now: options.now ?? null,
         }),
       );
     } catch (error) {

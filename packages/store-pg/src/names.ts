@@ -11,6 +11,9 @@ export interface Names {
   journal: string;
   snapshotChunks: string;
   sessions: string;
+  signals: string;
+  /** `send_signal(run_id, name, payload, idempotency_key)`: the SQL function behind `signal`. */
+  sendSignal: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
   channel: string;
@@ -36,6 +39,8 @@ export function schemaNames(schema: string): Names {
     journal: `${quotedSchema}."journal"`,
     snapshotChunks: `${quotedSchema}."snapshot_chunks"`,
     sessions: `${quotedSchema}."sessions"`,
+    signals: `${quotedSchema}."signals"`,
+    sendSignal: `${quotedSchema}."send_signal"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,
   };

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
+  CairnError,
+  checkRunWait,
   LeaseLostError,
   notAChildError,
   RunNotFoundError,
   terminalStatuses,
+  type Checkpoint,
   type DurableStore,
   type Fence,
+  type NewRun,
   type RunStatus,
 } from '@cairn/sdk';
 import postgres, { type Options } from 'postgres';
@@ -21,8 +25,11 @@ import { deleteRun } from './sql/delete-run.js';
 import { listRuns } from './sql/list-runs.js';
 import { loadRun } from './sql/load-run.js';
 import { moveRuns } from './sql/move-runs.js';
+import { nextWake } from './sql/next-wake.js';
 import { pruneRuns } from './sql/prune-runs.js';
+import { readMailbox } from './sql/read-mailbox.js';
 import { requestCancel } from './sql/request-cancel.js';
+import { sendSignal } from './sql/send-signal.js';
 import { updateStatus } from './sql/update-status.js';
 import { BatchedWrites } from './writes.js';
 
@@ -102,6 +109,28 @@ function lockOptionsFrom(sql: AnySql): Options<Record<string, never>> {
   } as unknown as Options<Record<string, never>>;
 }
 
+/** Refuses, before anything is written, a run created waiting without a wait the sdk accepts. */
+function checkNewRun(init: NewRun): NewRun {
+  if (init.status === 'waiting') checkRunWait(init.wait as never);
+  return init;
+}
+
+/**
+ * Refuses, before anything is written, a checkpoint that starts a wait without one the sdk accepts, or not
+ * by the holder of the run's own lease giving it up: a waiting run holds no lease.
+ */
+function checkCheckpoint(fence: Fence, checkpoint: Checkpoint): void {
+  if (checkpoint.status !== 'waiting') return;
+  checkRunWait(checkpoint.wait as never);
+  if (checkpoint.release !== true || fence.root !== undefined) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      'A wait is written by the holder of a run’s own lease, releasing it.',
+      { data: { runId: fence.runId } },
+    );
+  }
+}
+
 /**
  * Creates a store on Postgres over the caller's `postgres()` instance. It never migrates by itself: until
  * `migrate()` (or `migrationSql()` applied by your tool) brings the schema to this version, every call fails
@@ -177,7 +206,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
     schema: names.schema,
     migrate: () => migrate(sql, names).finally(() => (ready = undefined)),
     migrationSql: () => renderMigrationSql(names),
-    create: (init) => run('create a run', () => writes.create(init), init.runId),
+    create: async (init) => run('create a run', () => writes.create(checkNewRun(init)), init.runId),
     load: (runId) =>
       run('load a run', async () => {
         const found = await loadRun(sql, names, runId);
@@ -185,17 +214,32 @@ export function pgStore(options: PgStoreOptions): PgStore {
         writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
-    save: (fence, checkpoint) =>
-      fenced(fence, 'save a checkpoint', async () => {
+    save: async (fence, checkpoint) => {
+      checkCheckpoint(fence, checkpoint);
+      return fenced(fence, 'save a checkpoint', async () => {
         const refused = await writes.save(fence, checkpoint);
         if (refused === undefined && checkpoint.release === true) leases.releasedBySave(fence);
         return refused;
-      }),
+      });
+    },
     append: (fence, entries) =>
       fenced(fence, 'append to the journal', () => writes.append(fence, entries)),
-    updateStatus: (fence, update) =>
-      fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update)),
+    updateStatus: async (fence, update) => {
+      if (update.status === 'waiting') {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          'A run starts waiting with a checkpoint, not a status change.',
+          { data: { runId: fence.runId } },
+        );
+      }
+      return fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update));
+    },
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
+    signal: (runId, signal) =>
+      run('send a signal', () => sendSignal(sql, names, runId, signal), runId),
+    mailbox: (runId) => run('read a mailbox', () => readMailbox(sql, names, runId), runId),
+    nextWake: (definitions) =>
+      run('find the next wake-up', () => nextWake(sql, names, definitions)),
     delete: (runId) => {
       writes.storedItems.forget(runId);
       return run('delete a run', () => deleteRun(sql, names, runId));

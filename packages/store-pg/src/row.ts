@@ -5,6 +5,8 @@ import {
   type JsonValue,
   type RunRecord,
   type RunStatus,
+  type RunSignal,
+  type RunWait,
   type SerializedError,
 } from '@cairn/sdk';
 import type { Names } from './names.js';
@@ -49,6 +51,7 @@ const columns = [
   'root_run_id',
   'snapshot_version',
   'snapshot_items',
+  'wait',
 ] as const;
 const at = Object.fromEntries(columns.map((name, index) => [name, index])) as Record<
   (typeof columns)[number],
@@ -93,6 +96,11 @@ export function runColumns(names: Names, alias: string): string {
                         '[' || to_json(s.path)::text || ',' || s.idx || ',' || s.items || ']', ','
                         ORDER BY s.path, s.idx), '') || ']'
         FROM ${names.snapshotChunks} s WHERE s.run_seq = ${c('created_seq')})`,
+    // The wait as the JSON text of a RunWait, its detail in the exact bytes it was written as.
+    wait: `CASE WHEN ${c('status')} = 'waiting' THEN
+             '{"until":' || coalesce(${c('wait_until')}::text, 'null')
+             || ',"signals":' || coalesce(to_json(${c('wait_signals')})::text, '[]')
+             || coalesce(',"detail":' || ${c('wait_detail')}, '') || '}' END`,
   };
   return columns.map((name) => select[name]).join(', ');
 }
@@ -106,6 +114,25 @@ export function journalColumn(names: Names, alias: string): string {
   return `'[' || concat_ws(',', nullif(replace(rtrim(${alias}.journal, E'\\n'), E'\\n', ','), ''),
       (SELECT string_agg(j.entry, ',' ORDER BY j.seq) FROM ${names.journal} j
         WHERE j.run_id = ${alias}.run_id AND j.seq > coalesce(${alias}.checkpoint_seq, -1))) || ']'`;
+}
+
+/**
+ * A run's mailbox (the signals above its consumed cursor), for the runs table under `alias`, as the text of a
+ * JSON array in seq order; `decodeSignals` reads it.
+ */
+export function signalsColumn(names: Names, alias: string): string {
+  return `(SELECT '[' || coalesce(string_agg(json_build_object(
+                'seq', s.seq, 'name', s.name, 'payload', s.payload, 'idempotencyKey', s.idempotency_key,
+                'at', floor(extract(epoch FROM s.at) * 1000)::bigint)::text, ',' ORDER BY s.seq), '') || ']'
+             FROM ${names.signals} s
+            WHERE s.run_seq = ${alias}.created_seq AND s.seq > ${alias}.signals_consumed)`;
+}
+
+/** The mailbox a `signalsColumn` read. */
+export function decodeSignals(text: unknown, runId: string): RunSignal[] {
+  const signals = parseJson(text, runId, 'mailbox');
+  if (!Array.isArray(signals)) throw snapshotInvalidError(runId, 'its mailbox is not a list');
+  return signals as unknown as RunSignal[];
 }
 
 /** The journal a `journalColumn` read, in seq order. */
@@ -198,6 +225,7 @@ export function decodeRun(
         ? null
         : { runId: parentRunId, incarnation: row[at.parent_incarnation] as string },
     rootRunId: (row[at.root_run_id] as string | null) ?? null,
+    wait: (parseJson(row[at.wait], runId, 'wait') as RunWait | null) ?? null,
   };
   if (typeof row[at.output] === 'string')
     record.output = parseJson(row[at.output], runId, 'output') as JsonValue;

@@ -53,8 +53,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 5 });
-    expect(await store.migrate()).toEqual({ from: 5, to: 5 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 6 });
+    expect(await store.migrate()).toEqual({ from: 6, to: 6 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -69,7 +69,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 5 },
+      data: { version: 99, expected: 6 },
     });
     await store.close();
   });
@@ -110,7 +110,7 @@ describe('migrations', () => {
       ]);
     }
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 3, to: 5 });
+    expect(await store.migrate()).toEqual({ from: 3, to: 6 });
     const loaded = await store.load('old');
     expect(loaded?.run.snapshot).toEqual({
       state: {
@@ -137,10 +137,48 @@ describe('migrations', () => {
       JSON.stringify(error),
     ]);
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 4, to: 5 });
+    expect(await store.migrate()).toEqual({ from: 4, to: 6 });
     expect((await store.load('done'))?.run.output).toEqual(output);
     expect((await store.load('failed'))?.run.error).toEqual(error);
     await store.close();
+  });
+
+  it('upgrades a version 5 schema holding runs: they load, claim and take signals as before', async () => {
+    const { schema, quoted } = await schemaAt(5);
+    await sql.unsafe(
+      `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, snapshot, output, journal)
+       VALUES ('queued', 'agent', 'n', 's', 'queued', '{"step":1}', NULL,
+               '{"seq":1,"type":"started","effectId":"e1","at":1}' || E'\\n'),
+              ('done', 'agent', 'n', 's', 'completed', '{}', '{"b":1,"a":2}', '')`,
+    );
+    const store = pgStore({ sql, schema });
+    try {
+      expect(await store.migrate()).toEqual({ from: 5, to: 6 });
+      const queued = await store.load('queued');
+      expect(queued).toMatchObject({
+        run: { status: 'queued', snapshot: { step: 1 }, wait: null },
+        journal: [{ seq: 1, effectId: 'e1' }],
+        signals: [],
+      });
+      expect((await store.load('done'))?.run).toMatchObject({ output: { b: 1, a: 2 }, wait: null });
+      expect(await store.signal('queued', { name: 'go', payload: 1 })).toEqual({
+        seq: 1,
+        duplicate: false,
+      });
+      await expect(store.signal('done', { name: 'go', payload: 1 })).rejects.toMatchObject({
+        code: 'RUN_ENDED',
+      });
+      const [lease] = await store.claim!({
+        owner: 'o',
+        ttlMs: 60_000,
+        limit: 10,
+        definitions: [{ kind: 'agent', name: 'n' }],
+      });
+      expect(lease?.claimed?.signals).toMatchObject([{ seq: 1, name: 'go' }]);
+      await store.release(lease!);
+    } finally {
+      await store.close();
+    }
   });
 
   it('refuses the names Postgres would refuse later: pg_ and too long for the channel; the longest name works', async () => {

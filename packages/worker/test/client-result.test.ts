@@ -146,7 +146,10 @@ describe('a client given a run id in the namespace of child runs', () => {
     const client = createClient({ store });
     await expect(
       client.start(agent, 'go', { runId: childRunId('victim', 'hotel') }),
-    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/reserved/) });
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/reserved/),
+    });
     await expect(
       client.start({ kind: 'agent', name: 'orders' }, 'go', { runId: `${reservedRunIdPrefix}x` }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

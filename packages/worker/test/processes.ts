@@ -5,11 +5,18 @@ import { fileURLToPath } from 'node:url';
 
 // tsx as a loader, not its CLI: the CLI runs the script in a grandchild, which signals would not reach.
 const tsxLoader = createRequire(import.meta.url).resolve('tsx/esm');
-const script = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+const defaultScript = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+
+/** Which worker script a process runs, with which extra Node options. */
+export interface WorkerProcessOptions {
+  /** @defaultValue fixtures/worker-process.ts */
+  script?: string;
+  nodeArgs?: readonly string[];
+}
 
 /** One line a worker process printed. */
 export interface Line {
-  kind: 'event' | 'boundary' | 'effect' | 'span' | 'ready' | 'exited';
+  kind: 'event' | 'boundary' | 'effect' | 'span' | 'ready' | 'exited' | 'heap';
   type?: string;
   runId?: string;
   point?: string;
@@ -24,10 +31,16 @@ export class WorkerProcess {
   private readonly child: ChildProcess;
   private readonly waiters = new Set<() => void>();
 
-  constructor(env: Record<string, string>) {
+  constructor(env: Record<string, string>, options: WorkerProcessOptions = {}) {
     this.child = spawn(
       process.execPath,
-      ['--import', tsxLoader, '--conditions=@cairn/source', script],
+      [
+        ...(options.nodeArgs ?? []),
+        '--import',
+        tsxLoader,
+        '--conditions=@cairn/source',
+        options.script ?? defaultScript,
+      ],
       {
         env: { ...process.env, ...env },
         stdio: ['ignore', 'pipe', 'inherit'],
@@ -81,8 +94,11 @@ export class WorkerProcess {
 }
 
 /** Starts a worker process and waits until it is claiming. */
-export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
-  const worker = new WorkerProcess(env);
+export async function startWorkerProcess(
+  env: Record<string, string>,
+  options: WorkerProcessOptions = {},
+): Promise<WorkerProcess> {
+  const worker = new WorkerProcess(env, options);
   await worker.waitFor((line) => line.kind === 'ready');
   return worker;
 }

@@ -53,7 +53,12 @@ describe('a run that waits for approval, through a worker and a client', () => {
 
     await until(() => types('waiting').length === 1 && worker.active().length === 0);
     expect(types('waiting')).toEqual([
-      { type: 'waiting', runId, until: null, signals: expect.arrayContaining([agentSignals.approval]) },
+      {
+        type: 'waiting',
+        runId,
+        until: null,
+        signals: expect.arrayContaining([agentSignals.approval]),
+      },
     ]);
     expect(refunds).toEqual([]);
     const listed = await client.list({ status: 'waiting' });

@@ -1,6 +1,7 @@
 import type { Lease } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
+import { awake, dueWaitingRuns, wakeClock } from './due-waits.js';
 import {
   claimedColumns,
   claimedOrSessionLost,
@@ -28,17 +29,24 @@ export interface BatchClaim {
   sweepExpired: boolean;
   /** Run ids not to claim now. */
   skip: readonly string[];
+  /** The claimer's clock, which decides whether a waiting run's time came; null: the database's. */
+  now: number | null;
 }
 
-const claimable = `r.status IN ('queued', 'running', 'suspended') AND r.parent_run_id IS NULL
+const ofClaimer = `r.parent_run_id IS NULL
          AND (r.kind, r.name) IN (SELECT d.kind, d.name FROM defs d) AND r.run_id <> ALL($11::text[])`;
+const claimable = `r.status IN ('queued', 'running', 'suspended') AND ${ofClaimer}`;
+const now = wakeClock('$12');
+/** Claimable, or waiting and due: what a run held by a holder that is gone must be to be taken. */
+const claimableOrDue = `${awake(now)} AND ${ofClaimer}`;
 
 /**
- * Claims up to `limit` runs in one statement, oldest first, and returns them as claimed (record and journal).
- * Each source of claimable runs is read by its own index, in O(runs taken): runs nobody holds; runs of dead
- * sessions (of this instance, or of instances with no live session found dead past the grace, so after a
- * failover every instance first moves its own runs back instead of taking each other's); with
- * `sweepExpired`, leases that ran out; with `reclaimOwner`, this owner's. Rows are taken `FOR UPDATE SKIP
+ * Claims up to `limit` runs in one statement, oldest first, and returns them as claimed (record, journal and
+ * mailbox). Each source of claimable runs is read by its own index, in O(runs taken): runs nobody holds;
+ * waiting runs nobody holds that are due (see `due-waits.ts`); runs of dead sessions (of this instance, or of
+ * instances with no live session found dead past the grace, so after a failover every instance first moves
+ * its own runs back instead of taking each other's); with `sweepExpired`, leases that ran out; with
+ * `reclaimOwner`, this owner's (of these three, a waiting run only once it is due). Rows are taken `FOR UPDATE SKIP
  * LOCKED`, so workers claiming at the same moment take different runs and none waits for another. A claim
  * from a holder that never released the run counts as a recovery. Nothing is claimed, and `session-lost`
  * returned, when the claimer's own session is gone.
@@ -49,6 +57,12 @@ export async function claimRuns(
   claim: BatchClaim,
 ): Promise<Lease[] | 'session-lost'> {
   if (claim.limit <= 0 || claim.definitions.length === 0) return [];
+  const [dueByTime, woken] = dueWaitingRuns(names, {
+    filter: ofClaimer,
+    now,
+    limit: '$2::int',
+    lock: 'FOR UPDATE SKIP LOCKED',
+  });
   const rows = await query(
     db,
     `WITH ${ownSession(names, '$6::bigint')}, defs AS (
@@ -64,20 +78,25 @@ export async function claimRuns(
        SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
         WHERE r.owner IS NULL AND ${claimable}
         ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+     ), due AS (
+       ${dueByTime}
+     ), woken AS (
+       ${woken}
      ), abandoned AS (
        SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
-        WHERE r.holder_session IN (SELECT t.id FROM takeable t) AND r.owner IS NOT NULL AND ${claimable}
+        WHERE r.holder_session IN (SELECT t.id FROM takeable t) AND r.owner IS NOT NULL AND ${claimableOrDue}
         ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
      ), expired AS (
        SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
-        WHERE $10::boolean AND r.owner IS NOT NULL AND r.lease_until < now() AND ${claimable}
+        WHERE $10::boolean AND r.owner IS NOT NULL AND r.lease_until < now() AND ${claimableOrDue}
         ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
      ), reclaimed AS (
        SELECT r.run_id, r.created_seq, r.owner FROM ${names.runs} r
-        WHERE $5::text IS NOT NULL AND r.owner = $5::text AND ${claimable}
+        WHERE $5::text IS NOT NULL AND r.owner = $5::text AND ${claimableOrDue}
         ORDER BY r.created_seq LIMIT $2::int FOR UPDATE SKIP LOCKED
      ), chosen AS (
-       SELECT c.run_id, c.owner FROM (SELECT * FROM free UNION SELECT * FROM abandoned
+       SELECT c.run_id, c.owner FROM (SELECT * FROM free UNION SELECT * FROM due UNION SELECT * FROM woken
+                                      UNION SELECT * FROM abandoned
                                       UNION SELECT * FROM expired UNION SELECT * FROM reclaimed) c
         ORDER BY c.created_seq LIMIT $2::int
      ), claimed AS (
@@ -103,6 +122,7 @@ export async function claimRuns(
       claim.graceMs,
       claim.sweepExpired,
       claim.skip,
+      claim.now,
     ],
   );
   if (sessionLost(rows)) return 'session-lost';

@@ -3,19 +3,21 @@ import type { Names } from '../names.js';
 import {
   decodeJournal,
   decodeRun,
+  decodeSignals,
   journalColumn,
   millis,
   runColumnCount,
   runColumns,
+  signalsColumn,
 } from '../row.js';
 
 /**
  * What a claim statement returns of each run it claimed (its target aliased `alias`): the record with its
- * journal, then the lease fields and the owner it was taken from (`previousOwner`, an expression), so the
- * holder need not load the run again.
+ * journal and mailbox, then the lease fields and the owner it was taken from (`previousOwner`, an
+ * expression), so the holder need not load the run again.
  */
 export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
-  return `${runColumns(names, alias)}, ${journalColumn(names, alias)},
+  return `${runColumns(names, alias)}, ${journalColumn(names, alias)}, ${signalsColumn(names, alias)},
           ${millis(`${alias}.lease_until`)}, ${previousOwner}`;
 }
 
@@ -25,7 +27,11 @@ export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
   let claimed: StoredRun | undefined;
   try {
     run = decodeRun(row);
-    claimed = { run, journal: decodeJournal(row[runColumnCount], run.runId) };
+    claimed = {
+      run,
+      journal: decodeJournal(row[runColumnCount], run.runId),
+      signals: decodeSignals(row[runColumnCount + 1], run.runId),
+    };
   } catch (error) {
     // A run whose rows were changed behind the store's back is still claimed (with the others of the batch)
     // but not handed over as read: its holder loads it again and meets SNAPSHOT_INVALID itself.
@@ -37,10 +43,10 @@ export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
     incarnation: run.incarnation,
     owner,
     epoch: run.epoch,
-    leaseUntil: row[runColumnCount + 1] as number,
+    leaseUntil: row[runColumnCount + 2] as number,
     recoveries: run.recoveries,
     cancelRequested: run.cancelRequested,
-    takenFrom: (row[runColumnCount + 2] as string | null) ?? null,
+    takenFrom: (row[runColumnCount + 3] as string | null) ?? null,
     ...(claimed === undefined ? {} : { claimed }),
   };
 }
@@ -64,12 +70,12 @@ export function ownSession(names: Names, session: string): string {
  * one row saying the claimer's session is gone (`me`), its last column false.
  */
 export function claimedOrSessionLost(): string {
-  const nulls = Array.from({ length: runColumnCount + 3 }, () => 'NULL').join(', ');
+  const nulls = Array.from({ length: runColumnCount + 4 }, () => 'NULL').join(', ');
   return `SELECT c.*, true FROM claimed c
      UNION ALL SELECT ${nulls}, false FROM me WHERE NOT me.alive`;
 }
 
 /** Whether a claim statement's rows say the claimer's own session is gone. */
 export function sessionLost(rows: ReadonlyArray<readonly unknown[]>): boolean {
-  return rows.length === 1 && rows[0]![runColumnCount + 3] === false;
+  return rows.length === 1 && rows[0]![runColumnCount + 4] === false;
 }

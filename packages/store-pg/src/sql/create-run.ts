@@ -4,8 +4,9 @@ import type { Names } from '../names.js';
 import type { WriteOutcome } from '../write-batcher.js';
 import { decodeRun, runColumns } from '../row.js';
 
-/** A run as a row of the insert's `jsonb_to_recordset`. */
+/** A run as a row of the insert's `jsonb_to_recordset`; a wait only with status `waiting` (checked by then). */
 function newRow(run: NewRun, ord: number) {
+  const wait = run.status === 'waiting' ? run.wait : undefined;
   return {
     run_id: run.runId,
     kind: run.kind,
@@ -15,6 +16,9 @@ function newRow(run: NewRun, ord: number) {
     snapshot: run.snapshot == null ? null : JSON.stringify(run.snapshot),
     parent_run_id: run.parent?.runId ?? null,
     parent_incarnation: run.parent?.incarnation ?? null,
+    wait_until: wait?.until ?? null,
+    wait_signals: wait?.signals ?? null,
+    wait_detail: wait?.detail === undefined ? null : JSON.stringify(wait.detail),
     ord,
   };
 }
@@ -28,12 +32,15 @@ function insertRuns(db: Db, names: Names, runs: readonly NewRun[]): Promise<unkn
   return query(
     db,
     `INSERT INTO ${names.runs} AS r
-            (run_id, kind, name, signature, status, snapshot, parent_run_id, parent_incarnation, root_run_id)
+            (run_id, kind, name, signature, status, snapshot, parent_run_id, parent_incarnation, root_run_id,
+             wait_until, wait_signals, wait_detail)
      SELECT o.run_id, o.kind, o.name, o.signature, o.status, o.snapshot,
-            p.run_id, p.created_seq, coalesce(p.root_run_id, p.run_id)
+            p.run_id, p.created_seq, coalesce(p.root_run_id, p.run_id),
+            o.wait_until, o.wait_signals, o.wait_detail
        FROM jsonb_to_recordset($1::text::jsonb)
             AS o(run_id text, kind text, name text, signature text, status text, snapshot text,
-                 parent_run_id text, parent_incarnation text, ord int)
+                 parent_run_id text, parent_incarnation text, wait_until float8, wait_signals text[],
+                 wait_detail text, ord int)
        LEFT JOIN ${names.runs} p ON p.run_id = o.parent_run_id AND p.created_seq::text = o.parent_incarnation
       WHERE o.parent_run_id IS NULL OR p.run_id IS NOT NULL
       ORDER BY o.ord

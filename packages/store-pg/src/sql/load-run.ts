@@ -3,15 +3,17 @@ import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
 import {
   decodeJournal,
+  decodeSignals,
   decodeRun,
   journalColumn,
   runColumnCount,
   runColumns,
+  signalsColumn,
   storedItemsOf,
 } from '../row.js';
 
 /**
- * The run and its journal in seq order, read in one statement so both come from one snapshot, with the
+ * The run, its journal in seq order and its mailbox, read in one statement so all come from one snapshot, with the
  * snapshot version and long arrays as stored (for the store's record of them).
  */
 export async function loadRun(
@@ -21,7 +23,7 @@ export async function loadRun(
 ): Promise<{ loaded: StoredRun; stored: ReturnType<typeof storedItemsOf> } | undefined> {
   const rows = await query(
     db,
-    `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}
+    `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}, ${signalsColumn(names, 'r')}
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
     [runId],
   );
@@ -32,6 +34,7 @@ export async function loadRun(
     loaded: {
       run,
       journal: decodeJournal(row[runColumnCount], run.runId),
+      signals: decodeSignals(row[runColumnCount + 1], run.runId),
     },
     stored: storedItemsOf(row),
   };

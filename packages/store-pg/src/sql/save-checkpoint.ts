@@ -59,6 +59,7 @@ export async function saveCheckpoints(
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
     trim_items: items.trim,
+    ...waitFields(checkpoint),
   }));
   const chunks = writes.flatMap(({ items }, ord) =>
     items.chunks.map(({ path, idx, items: elements }) => ({
@@ -75,7 +76,7 @@ export async function saveCheckpoints(
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
          ${fenceColumns}, status text, signature text, snapshot text, output text,
          has_output boolean, error text, journal_seq bigint, release boolean, expected_version bigint,
-         trim_items boolean)
+         trim_items boolean, wait_until float8, wait_signals text[], wait_detail text, signals_consumed bigint)
      ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
@@ -88,12 +89,20 @@ export async function saveCheckpoints(
               lease_until = CASE WHEN o.release THEN NULL ELSE r.lease_until END,
               lease_ms = CASE WHEN o.release THEN NULL ELSE r.lease_ms END,
               holder_session = CASE WHEN o.release THEN NULL ELSE r.holder_session END,
+              ${waitAssignments(names, {
+                status: 'o.status',
+                until: 'o.wait_until',
+                signals: 'o.wait_signals',
+                detail: 'o.wait_detail',
+                consumed: 'o.signals_consumed',
+              })},
               updated_at = clock_timestamp(), snapshot_version = r.snapshot_version + 1
          FROM checked c JOIN ops o ON o.ord = c.ord
         WHERE r.run_id = c.run_id AND ${mayApply}
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
        RETURNING o.ord, r.run_id, r.created_seq, r.snapshot_version, o.journal_seq, o.trim_items,
+                 r.signals_consumed, o.signals_consumed IS NOT NULL AS consumes,
                  -- What it supersedes in the journal table is hidden from loads at once and deleted in
                  -- bulk: at the end of the run, and every 32 seqs.
                  o.status IN ${finalStatusList}
@@ -101,7 +110,7 @@ export async function saveCheckpoints(
      ), superseded AS (
        DELETE FROM ${names.journal} j USING fenced f
         WHERE f.trim_journal AND j.run_id = f.run_id AND j.seq <= f.journal_seq
-     ), cut AS (
+     ), ${consumedSignals(names)}, cut AS (
        DELETE FROM ${names.snapshotChunks} s
         USING (SELECT f.created_seq, k.path, k.after
                  FROM fenced f JOIN jsonb_to_recordset($3::text::jsonb) AS k(ord int, path text, after int)
@@ -124,6 +133,54 @@ export async function saveCheckpoints(
     [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts)],
   );
   return writes.map(({ fence, checkpoint }, ord) => saveOutcomeOf(fence, checkpoint, rows[ord]!));
+}
+
+/** A checkpoint's wait and mailbox cursor, as the values of a save statement (a wait only with `waiting`). */
+export function waitFields(checkpoint: Checkpoint) {
+  const wait = checkpoint.status === 'waiting' ? checkpoint.wait : undefined;
+  return {
+    wait_until: wait?.until ?? null,
+    wait_signals: wait?.signals ?? null,
+    wait_detail: wait?.detail === undefined ? null : JSON.stringify(wait.detail),
+    signals_consumed: checkpoint.signalsConsumed ?? null,
+  };
+}
+
+/**
+ * The SET items of a save for the run `r` (each argument a SQL expression of the write's values): the wait
+ * (cleared by any other status), the mailbox cursor, raised to the given one but never past the last signal
+ * given nor lowered, and whether the mailbox left above it holds a signal the wait names. That last is asked
+ * of `wait_woken`, which reads with a snapshot taken after the row was locked: a signal that committed while
+ * this save waited for the row is seen, so it wakes the wait.
+ */
+export function waitAssignments(
+  names: Names,
+  write: { status: string; until: string; signals: string; detail: string; consumed: string },
+): string {
+  // The highest seq given is the last signal's, or the cursor when every signal above it was consumed and
+  // deleted. Read with the statement's snapshot: every signal the holder saw (and may consume) is in it.
+  const cursor = `CASE WHEN ${write.consumed} IS NULL THEN r.signals_consumed
+                       ELSE greatest(r.signals_consumed, least(${write.consumed},
+                              (SELECT coalesce(max(s.seq), 0) FROM ${names.signals} s
+                                WHERE s.run_seq = r.created_seq))) END`;
+  return `wait_until = ${write.until}, wait_signals = ${write.signals}, wait_detail = ${write.detail},
+              signals_consumed = ${cursor},
+              woken = CASE WHEN ${write.status} = 'waiting'
+                           THEN ${names.quotedSchema}.wait_woken(r.created_seq, ${cursor}, ${write.signals})
+                           ELSE false END`;
+}
+
+/**
+ * A CTE `consumed` deleting, for the saves in `fenced` (with `created_seq`, `signals_consumed` and
+ * `consumes`), the consumed signals that have no idempotency key: nothing reads them again. Keyed ones stay, so
+ * their key is remembered for the life of the incarnation.
+ */
+export function consumedSignals(names: Names): string {
+  return `consumed AS (
+       DELETE FROM ${names.signals} s USING fenced f
+        WHERE f.consumes AND s.run_seq = f.created_seq AND s.seq <= f.signals_consumed
+          AND s.idempotency_key IS NULL
+     )`;
 }
 
 /**

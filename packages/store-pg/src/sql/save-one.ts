@@ -3,8 +3,11 @@ import { mayApply } from '../fence.js';
 import type { Names } from '../names.js';
 import { finalStatusList } from '../row.js';
 import {
+  consumedSignals,
   journalAfter,
   saveOutcomeOf,
+  waitAssignments,
+  waitFields,
   type CheckpointWrite,
   type SaveOutcome,
 } from './save-checkpoint.js';
@@ -22,6 +25,7 @@ export async function saveOne(
   { fence, checkpoint, inline, items }: CheckpointWrite,
   wait: boolean,
 ): Promise<SaveOutcome> {
+  const waiting = waitFields(checkpoint);
   const rows = await query(
     db,
     `WITH c AS (
@@ -38,19 +42,26 @@ export async function saveOne(
               lease_until = CASE WHEN $11::boolean THEN NULL ELSE r.lease_until END,
               lease_ms = CASE WHEN $11::boolean THEN NULL ELSE r.lease_ms END,
               holder_session = CASE WHEN $11::boolean THEN NULL ELSE r.holder_session END,
+              ${waitAssignments(names, {
+                status: '$4::text',
+                until: '$19::float8',
+                signals: '$20::text[]',
+                detail: '$21::text',
+                consumed: '$22::bigint',
+              })},
               updated_at = clock_timestamp(), snapshot_version = r.snapshot_version + 1
          FROM c
         WHERE r.run_id = c.run_id AND ${mayApply}
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= $10::bigint)
           AND ($12::bigint IS NULL OR c.snapshot_version = $12::bigint)
-       RETURNING r.created_seq, r.snapshot_version,
+       RETURNING r.created_seq, r.snapshot_version, r.signals_consumed, $22::bigint IS NOT NULL AS consumes,
                  -- As in saveCheckpoints: the journal rows it supersedes are deleted at the end and every 32 seqs.
                  $4::text IN ${finalStatusList}
                    OR $10::bigint / 32 > coalesce(c.checkpoint_seq, -1) / 32 AS trim_journal
      ), superseded AS (
        DELETE FROM ${names.journal} j USING fenced f
         WHERE f.trim_journal AND j.run_id = $1::text AND j.seq <= $10::bigint
-     ), cut AS (
+     ), ${consumedSignals(names)}, cut AS (
        DELETE FROM ${names.snapshotChunks} s USING fenced f, unnest($17::text[], $18::int[]) AS k(path, after)
         WHERE s.run_seq = f.created_seq AND s.path = k.path AND s.idx > k.after
      ), trimmed AS (
@@ -84,6 +95,10 @@ export async function saveOne(
       items.chunks.map((chunk) => JSON.stringify(chunk.items)),
       items.cuts.map((cut) => cut.path),
       items.cuts.map((cut) => cut.after),
+      waiting.wait_until,
+      waiting.wait_signals,
+      waiting.wait_detail,
+      waiting.signals_consumed,
     ],
   );
   return saveOutcomeOf(fence, checkpoint, rows[0]!);

@@ -13,7 +13,8 @@ import {
 import type { Names } from '../names.js';
 
 /**
- * Changes status and error under the fence (see `fence.ts`), keeping snapshot and journal. Undefined when it
+ * Changes status and error under the fence (see `fence.ts`), keeping snapshot and journal, and clears the
+ * wait: a run starts waiting only by a checkpoint. Undefined when it
  * applied, or when the run already has this final status (a retried write); else why it was refused.
  */
 export async function updateStatus(
@@ -28,7 +29,8 @@ export async function updateStatus(
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(${fenceColumns})
      ), ${lockedRuns(names, true)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
-          SET status = $2::text, error = $3::text, updated_at = clock_timestamp()
+          SET status = $2::text, error = $3::text, updated_at = clock_timestamp(),
+              wait_until = NULL, wait_signals = NULL, wait_detail = NULL, woken = false
          FROM checked c
         WHERE r.run_id = c.run_id AND ${mayApply}
        RETURNING c.ord

@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { agentSignals, toolArgsHash, type DurableStore } from '@cairn/sdk';
+import { pgStore } from '@cairn/store-pg';
+import { redisStore } from '@cairn/store-redis';
+import { useTestDatabase } from '@cairn/testing';
+import { createClient, type CairnClient } from '@cairn/worker';
+import { Redis } from 'ioredis';
+import postgres, { type Sql } from 'postgres';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bigRefundArgs, refundAgent, sleeperAgent } from './fixtures/waiting-agents.js';
+import { startWorkerProcess, type WorkerProcess } from './processes.js';
+
+// Runs that wait, with real worker processes on real Postgres and Redis: nothing is held while they wait, and
+// what arrives while no worker runs is delivered once one does.
+const script = fileURLToPath(new URL('./fixtures/waiting-worker-process.ts', import.meta.url));
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const database = useTestDatabase({ prefix: 'cairn_worker_waits' });
+const noEffect = () => undefined;
+const refunds = refundAgent(noEffect);
+const sleeper = sleeperAgent();
+
+let sql: Sql;
+let redis: Redis;
+beforeAll(() => {
+  sql = postgres(database().url, { max: 5, onnotice: () => undefined });
+  redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+  redis?.disconnect();
+});
+
+interface Backend {
+  store: DurableStore & { close?(): Promise<void> };
+  env: Record<string, string>;
+  /** Advisory locks held in this file's database (Postgres), or 0. */
+  locks(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+const backends: Record<'postgres' | 'redis', () => Promise<Backend>> = {
+  async postgres() {
+    const schema = `wt_${randomBytes(5).toString('hex')}`;
+    const store = pgStore({ sql, schema });
+    await store.migrate();
+    return {
+      store,
+      env: { STORE: 'pg', DATABASE_URL: database().url, CAIRN_SCHEMA: schema },
+      locks: async () => {
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_locks l join pg_database d on d.oid = l.database
+          where l.locktype = 'advisory' and d.datname = current_database()`;
+        return row!.n;
+      },
+      drop: async () => {
+        await store.close();
+        await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+      },
+    };
+  },
+  async redis() {
+    const prefix = `cairn-test:waits:${randomBytes(5).toString('hex')}`;
+    const store = redisStore({ client: redis, prefix });
+    return {
+      store,
+      env: { STORE: 'redis', REDIS_URL: redisUrl, CAIRN_PREFIX: prefix },
+      locks: async () => 0,
+      drop: async () => {
+        await store.close();
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+          cursor = next;
+          await Promise.all(keys.map((key) => redis.unlink(key)));
+        } while (cursor !== '0');
+      },
+    };
+  },
+};
+
+const processes: WorkerProcess[] = [];
+let backend: Backend | undefined;
+afterEach(async () => {
+  for (const worker of processes.splice(0)) {
+    worker.kill('SIGKILL');
+    await worker.exited;
+  }
+  await backend?.drop();
+  backend = undefined;
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const effects = (workers: readonly WorkerProcess[], runId: string, toolCallId: string) =>
+  workers
+    .flatMap((w) => w.lines)
+    .filter((l) => l.kind === 'effect' && l.runId === runId && l.toolCallId === toolCallId).length;
+
+describe.each(['postgres', 'redis'] as const)(
+  'runs that wait, with worker processes on %s',
+  (name) => {
+    let client: CairnClient;
+    const worker = async (owner: string, extra: Record<string, string> = {}) => {
+      const started = await startWorkerProcess(
+        { ...backend!.env, OWNER: owner, ...extra },
+        { script, nodeArgs: ['--expose-gc'] },
+      );
+      processes.push(started);
+      return started;
+    };
+    const open = async () => {
+      backend = await backends[name]();
+      client = createClient({ store: backend.store });
+    };
+
+    it('holds no lease, no lock and under 2 KB of worker memory per waiting run: 1,000 runs on one worker', async () => {
+      await open();
+      const w = await worker('w-mem', { CONCURRENCY: '50' });
+      const before = Number(w.lines.find((l) => l.kind === 'ready')!.heapUsed);
+      const runs = 1_000;
+      for (let start = 0; start < runs; start += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            client.start(refunds, 'refund', { runId: `m-${start + i}` }),
+          ),
+        );
+      }
+      while (w.events('waiting').length < runs) await sleep(200);
+      process.kill(w.pid, 'SIGUSR2');
+      const heap = await w.waitFor((l) => l.kind === 'heap');
+      const perRun = (Number(heap.heapUsed) - before) / runs;
+      console.log(
+        `${name}: 1,000 runs waiting for approval on one worker: ${Math.round(perRun)} bytes of worker heap per run ` +
+          `(after a full gc), ${await backend!.locks()} advisory locks`,
+      );
+      expect(perRun).toBeLessThan(2_048);
+      const waiting = await backend!.store.list({ status: 'waiting' });
+      expect(waiting).toHaveLength(runs);
+      expect(waiting.every((run) => run.owner === null && run.leaseUntil === null)).toBe(true);
+      expect(await backend!.locks()).toBe(0);
+    });
+
+    it('wakes every sleeping run after its worker was SIGKILLed and another started past their wake time', async () => {
+      await open();
+      const first = await worker('w-1');
+      const ids = Array.from({ length: 20 }, (_, i) => `s-${i}`);
+      await Promise.all(ids.map((runId) => client.start(sleeper, '2', { runId })));
+      while (first.events('waiting').length < ids.length) await sleep(50);
+      first.kill('SIGKILL');
+      await first.exited;
+      await sleep(3_000); // past every wake time, with no worker running
+      const second = await worker('w-2');
+      const outputs = await Promise.all(ids.map((runId) => client.result(runId, { pollMs: 100 })));
+      expect(outputs).toEqual(ids.map(() => 'awake'));
+      expect(
+        second
+          .events('completed')
+          .map((e) => e.runId)
+          .sort(),
+      ).toEqual([...ids].sort());
+    });
+
+    it('delivers an approval sent while no worker runs once one starts, and runs the call once', async () => {
+      await open();
+      const first = await worker('w-1');
+      const { runId } = await client.start(refunds, 'refund', { runId: 'a-1' });
+      await first.waitFor((l) => l.kind === 'event' && l.type === 'waiting' && l.runId === runId);
+      first.kill('SIGTERM');
+      await first.waitFor((l) => l.kind === 'exited');
+      const [call] = (await client.get(runId))!.waitingFor!.approvals;
+      await client.approve(runId, call!.callId, { argsHash: call!.argsHash, by: 'ana' });
+      const second = await worker('w-2');
+      expect(await client.result(runId, { pollMs: 100 })).toBe('handled');
+      expect(effects([first, second], runId, 'refund-1')).toBe(1);
+      expect(effects([first, second], runId, 'lookup-1')).toBe(1);
+    });
+
+    it('receives a decision sent before the wait began: the run never waits', async () => {
+      await open();
+      const { runId } = await client.start(refunds, 'refund', { runId: 'e-1' });
+      // The decision is in the mailbox before any worker took the run up.
+      await client.signal(runId, agentSignals.approval, {
+        callId: 'refund-1',
+        approved: true,
+        argsHash: toolArgsHash(bigRefundArgs),
+      });
+      const w = await worker('w-1');
+      expect(await client.result(runId, { pollMs: 100 })).toBe('handled');
+      expect(w.events('waiting')).toEqual([]);
+      expect(effects([w], runId, 'refund-1')).toBe(1);
+    });
+
+    it('acts once on two approvals of one call sent at once from two clients', async () => {
+      await open();
+      const w = await worker('w-1');
+      const { runId } = await client.start(refunds, 'refund', { runId: 'd-1' });
+      await w.waitFor((l) => l.kind === 'event' && l.type === 'waiting' && l.runId === runId);
+      const [call] = (await client.get(runId))!.waitingFor!.approvals;
+      const other = createClient({ store: backend!.store });
+      const receipts = await Promise.all(
+        [client, other].map((c) =>
+          c.approve(runId, call!.callId, { argsHash: call!.argsHash, by: 'ana' }),
+        ),
+      );
+      expect(receipts.filter((r) => r.duplicate)).toHaveLength(1);
+      expect(await client.result(runId, { pollMs: 100 })).toBe('handled');
+      expect(effects([w], runId, 'refund-1')).toBe(1);
+    });
+  },
+);
