@@ -65,7 +65,6 @@ async function setup(script?: Script) {
     onEvent: (event) => events.push(event),
   });
   open.push(worker);
-  await worker.start();
   const claims = () => events.filter((event) => event.type === 'claimed').length;
   return { store, clock, agent, refunds, worker, claims, client: createClient({ store }) };
 }
@@ -74,9 +73,10 @@ if (reason !== undefined) {
   skippedBecause(reason);
 } else {
   it('starts a scheduled run at its time on the worker’s clock, not before', async () => {
-    const { clock, agent, client, claims } = await setup([{ text: 'started' }]);
+    const { clock, agent, client, claims, worker } = await setup([{ text: 'started' }]);
     const { runId } = await client.start(agent, 'later', { startAt: clock.now() + 60_000 });
-    // The worker's pass is over: it sleeps on its wake-up timer.
+    // Started after the run was scheduled, so its first pass sets the timer: then it sleeps on that one timer.
+    await worker.start();
     await until(() => clock.pendingTimers() === 1);
     await clock.advance(59_999);
     expect(claims()).toBe(0);
@@ -87,6 +87,7 @@ if (reason !== undefined) {
 
   it('wakes an agent waiting for approval when the approval is sent, and refunds once', async () => {
     const { worker, client, agent, refunds } = await setup();
+    await worker.start();
     const { runId } = await client.start(agent, 'Refund order o-1');
     await until(
       async () => (await client.get(runId))?.status === 'waiting' && worker.active().length === 0,
