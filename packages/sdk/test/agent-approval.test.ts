@@ -218,4 +218,45 @@ describe('an agent whose tool call needs approval', () => {
     await expect(agent.execute('small refund')).resolves.toMatchObject({ output: 'ok' });
     expect(refund.refunds).toHaveLength(1);
   });
+
+  it('keeps a decision that arrived before the call was held, and applies it when it is: no wait', async () => {
+    const { store, refund, agent } = setup();
+    await store.create({
+      runId: 'early',
+      status: 'queued',
+      kind: 'agent',
+      name: 'support',
+      signature: '',
+      snapshot: { format: 1, start: { input: 'Refund order o-1' }, pending: null, journalSeq: 0 },
+    });
+    // Sent around the client (which only decides calls a run waits on), before the model asked for the call.
+    await store.signal('early', {
+      name: 'cairn.approval',
+      payload: {
+        callId: 'c-refund',
+        approved: true,
+        argsHash: toolArgsHash({ order: 'o-1', cents: 120_000 }),
+      },
+    });
+    await expect(agent.resume('early')).resolves.toMatchObject({ output: 'Handled.' });
+    expect(refund.refunds).toHaveLength(1);
+  });
+
+  it('does not apply an early approval of other arguments: the call waits for a decision', async () => {
+    const { store, refund, agent } = setup();
+    await store.create({
+      runId: 'early-other',
+      status: 'queued',
+      kind: 'agent',
+      name: 'support',
+      signature: '',
+      snapshot: { format: 1, start: { input: 'Refund order o-1' }, pending: null, journalSeq: 0 },
+    });
+    await store.signal('early-other', {
+      name: 'cairn.approval',
+      payload: { callId: 'c-refund', approved: true, argsHash: toolArgsHash({ cents: 1 }) },
+    });
+    await expect(agent.resume('early-other')).rejects.toBeInstanceOf(RunWaitingError);
+    expect(refund.refunds).toEqual([]);
+  });
 });

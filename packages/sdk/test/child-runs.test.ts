@@ -75,7 +75,9 @@ describe('a child run under a live parent', () => {
       await clock.advance(5_000);
       await ticks();
     }
-    expect(await store.acquire(childRunId('P', 'hotel'), { owner: 'intruder', ttlMs: 10_000 })).toBeUndefined();
+    expect(
+      await store.acquire(childRunId('P', 'hotel'), { owner: 'intruder', ttlMs: 10_000 }),
+    ).toBeUndefined();
     expect(
       await store.claimable({ limit: 10, definitions: [{ kind: 'agent', name: 'concierge' }] }),
     ).toEqual([]);

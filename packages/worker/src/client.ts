@@ -269,6 +269,8 @@ export function createClient(options: ClientOptions): CairnClient {
       const lease = await store.acquire(runId, { owner, ttlMs: 10_000 });
       if (lease === undefined) {
         const now = (await store.load(runId))?.run;
+        // Its holder (a worker our request woke, for a waiting run) may have ended it cancelled already.
+        if (now?.status === 'cancelled') return 'cancelled';
         return now === undefined || isTerminalStatus(now.status) ? 'finished' : 'requested';
       }
       try {

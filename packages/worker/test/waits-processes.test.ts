@@ -35,7 +35,7 @@ afterAll(async () => {
 interface Backend {
   store: DurableStore & { close?(): Promise<void> };
   env: Record<string, string>;
-  /** Advisory locks held in this file's database (Postgres), or 0. */
+  /** Advisory locks held in this file's database (Postgres: each store instance's liveness lock), or 0. */
   locks(): Promise<number>;
   drop(): Promise<void>;
 }
@@ -114,31 +114,43 @@ describe.each(['postgres', 'redis'] as const)(
       client = createClient({ store: backend.store });
     };
 
-    it('holds no lease, no lock and under 2 KB of worker memory per waiting run: 1,000 runs on one worker', async () => {
+    it('holds no lease, no lock and under 2 KB of worker memory per waiting run: 1,200 runs on one worker', async () => {
       await open();
       const w = await worker('w-mem', { CONCURRENCY: '50' });
-      const before = Number(w.lines.find((l) => l.kind === 'ready')!.heapUsed);
+      const startWaiting = async (from: number, count: number) => {
+        for (let start = from; start < from + count; start += 100) {
+          await Promise.all(
+            Array.from({ length: Math.min(100, from + count - start) }, (_, i) =>
+              client.start(refunds, 'refund', { runId: `m-${start + i}` }),
+            ),
+          );
+        }
+        while (w.events('waiting').length < from + count) await sleep(200);
+      };
+      const heap = async () => {
+        const seen = w.lines.filter((l) => l.kind === 'heap').length;
+        process.kill(w.pid, 'SIGUSR2');
+        while (w.lines.filter((l) => l.kind === 'heap').length === seen) await sleep(20);
+        return Number(w.lines.filter((l) => l.kind === 'heap').at(-1)!.heapUsed);
+      };
+      // A first 200 warm the process up (code compiled on first use, pools, caches): what grows after them is what
+      // each further waiting run costs.
+      await startWaiting(0, 200);
+      const before = await heap();
       const runs = 1_000;
-      for (let start = 0; start < runs; start += 100) {
-        await Promise.all(
-          Array.from({ length: 100 }, (_, i) =>
-            client.start(refunds, 'refund', { runId: `m-${start + i}` }),
-          ),
-        );
-      }
-      while (w.events('waiting').length < runs) await sleep(200);
-      process.kill(w.pid, 'SIGUSR2');
-      const heap = await w.waitFor((l) => l.kind === 'heap');
-      const perRun = (Number(heap.heapUsed) - before) / runs;
+      await startWaiting(200, runs);
+      const after = await heap();
+      const perRun = (after - before) / runs;
       console.log(
         `${name}: 1,000 runs waiting for approval on one worker: ${Math.round(perRun)} bytes of worker heap per run ` +
           `(after a full gc), ${await backend!.locks()} advisory locks`,
       );
       expect(perRun).toBeLessThan(2_048);
       const waiting = await backend!.store.list({ status: 'waiting' });
-      expect(waiting).toHaveLength(runs);
+      expect(waiting).toHaveLength(200 + runs);
       expect(waiting.every((run) => run.owner === null && run.leaseUntil === null)).toBe(true);
-      expect(await backend!.locks()).toBe(0);
+      // The one lock a worker's store holds is its liveness lock (one per process, not per run); no run holds one.
+      expect(await backend!.locks()).toBeLessThanOrEqual(1);
     });
 
     it('wakes every sleeping run after its worker was SIGKILLed and another started past their wake time', async () => {

@@ -32,6 +32,20 @@ export interface AgentState {
   held?: HeldTrip;
   /** Messages sent to the run that join the conversation before the next model call. */
   inbox?: InboxMessage[];
+  /**
+   * Decisions that arrived before the call they name was held (sent from outside the client, which only
+   * decides calls a run waits on): applied when the call is held, if its arguments match.
+   */
+  earlyDecisions?: EarlyDecision[];
+}
+
+/** A decision on a call that was not held yet when it arrived. */
+export interface EarlyDecision {
+  callId: string;
+  approved: boolean;
+  argsHash?: string;
+  by?: string;
+  reason?: string;
 }
 
 const jsonValue = z.json();
@@ -90,4 +104,15 @@ export const agentStateSchema: z.ZodType<AgentState> = z.object({
   }),
   held: heldTrip.optional(),
   inbox: z.array(inboxMessage).optional(),
+  earlyDecisions: z
+    .array(
+      z.object({
+        callId: z.string(),
+        approved: z.boolean(),
+        argsHash: z.string().optional(),
+        by: z.string().optional(),
+        reason: z.string().optional(),
+      }),
+    )
+    .optional(),
 }) as z.ZodType<AgentState>;

@@ -34,7 +34,13 @@ import {
   type HeldCall,
 } from '../approvals.js';
 import type { AgentState, HeldTrip } from './agent-state.js';
-import { sleepUntil, takeSignals, waitDetail, waitToolLimit } from './agent-waits.js';
+import {
+  sleepUntil,
+  takeSignals,
+  waitDetail,
+  waitToolLimit,
+  withEarlyDecision,
+} from './agent-waits.js';
 import { distinctToolCallIds } from './tool-call-ids.js';
 
 /** The parts of an agent definition its step function depends on. */
@@ -183,9 +189,11 @@ function afterModel(
       continue;
     }
     if (needsApproval(shape.approval, call.name, parsed.args)) {
-      held.approvals.push(
-        heldCall(call.id, call.name, call.args, { approval: shape.approval, now }),
-      );
+      const fresh = heldCall(call.id, call.name, call.args, { approval: shape.approval, now });
+      const { call: decided, earlyDecisions } = withEarlyDecision(next, fresh);
+      held.approvals.push(decided);
+      if (earlyDecisions === undefined) delete next.earlyDecisions;
+      else next.earlyDecisions = earlyDecisions;
       continue;
     }
     // The id versions that kept repeated ids journaled this call under, shared with the call it repeated.

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { decideHeldCalls, undecidedViews, type HoldContext } from '../approvals.js';
+import { decideHeldCalls, undecidedViews, type HeldCall, type HoldContext } from '../approvals.js';
 import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { RunSignal } from '../store/waits.js';
 import type { Tool } from '../tool.js';
-import { agentSignals, messageText } from './agent-signals.js';
-import type { AgentState, HeldTrip } from './agent-state.js';
+import { agentSignals, messageText, parseApprovalDecision } from './agent-signals.js';
+import type { AgentState, EarlyDecision, HeldTrip } from './agent-state.js';
 
 const waitToolBrand = Symbol.for('@cairn/sdk/wait-until-tool');
 const waitInput = z
@@ -55,6 +55,40 @@ export function sleepUntil(args: WaitArgs, now: number, maxSeconds: number): num
   return Math.min(requested, now + maxSeconds * 1000);
 }
 
+/** The most decisions on calls not held yet a run keeps: a flood of stray decisions cannot grow its state. */
+const maxEarlyDecisions = 64;
+
+/** Decisions kept for calls not held yet: those already kept, and those among `signals` naming no held call. */
+function earlyDecisionsOf(state: AgentState, signals: readonly RunSignal[]): EarlyDecision[] {
+  const held = new Set(state.held?.approvals.map((call) => call.callId) ?? []);
+  const early = [...(state.earlyDecisions ?? [])];
+  for (const signal of signals) {
+    if (signal.name !== agentSignals.approval) continue;
+    const decision = parseApprovalDecision(signal.payload);
+    if (decision === undefined || held.has(decision.callId)) continue;
+    // The first decision on a call counts, as for a held one.
+    if (!early.some((kept) => kept.callId === decision.callId)) early.push(decision);
+  }
+  return early.slice(-maxEarlyDecisions);
+}
+
+/**
+ * A call held now, with the decision that arrived before it was held, if one names it and (to approve) its
+ * arguments; that decision is then used up.
+ */
+export function withEarlyDecision(
+  state: AgentState,
+  call: HeldCall,
+): { call: HeldCall; earlyDecisions: EarlyDecision[] | undefined } {
+  const early = state.earlyDecisions ?? [];
+  const found = early.find((decision) => decision.callId === call.callId);
+  const usable = found !== undefined && (!found.approved || found.argsHash === call.argsHash);
+  if (!usable) return { call, earlyDecisions: state.earlyDecisions };
+  const rest = early.filter((decision) => decision !== found);
+  const { callId: _callId, argsHash: _argsHash, ...decision } = found;
+  return { call: { ...call, decision }, earlyDecisions: rest.length === 0 ? undefined : rest };
+}
+
 /** What the run's stored wait tells a reader: the calls waiting for a decision, and a sleep. */
 export function waitDetail(held: HeldTrip): JsonValue {
   return {
@@ -86,6 +120,8 @@ export function takeSignals(
   }
   const next: AgentState = { ...state };
   if (inbox.length > 0) next.inbox = inbox;
+  const early = earlyDecisionsOf(state, signals);
+  if (early.length > 0) next.earlyDecisions = early;
   if (state.held === undefined) return next;
   // A steer interrupts the plan: what still waits for a decision is answered as not approved.
   const steeredOff = steered
