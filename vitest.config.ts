@@ -24,6 +24,7 @@ export default defineConfig({
       'packages/*/test/**/*.test.ts',
       'examples/**/*.test.ts',
       'bench/test/**/*.test.ts',
+      'system-tests/**/*.test.ts',
     ],
     exclude: ['**/node_modules/**', '**/dist/**'],
     pool: 'forks',

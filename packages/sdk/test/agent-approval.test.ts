@@ -6,7 +6,9 @@ import {
   pendingApprovals,
   RunWaitingError,
   toolArgsHash,
+  unstartedRunSnapshot,
   type ApprovalPolicy,
+  type DurableStore,
   type ModelMessage,
 } from '@cairn/sdk';
 import { createFakeClock, scriptedModel, type ScriptedTurn } from '@cairn/testing';
@@ -78,6 +80,18 @@ async function startWaiting(agent: ReturnType<typeof setup>['agent']): Promise<s
   const error = await agent.execute('Refund order o-1', { runId: 'r-1' }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(RunWaitingError);
   return (error as RunWaitingError).runId;
+}
+
+/** A run of the support agent started by name, not taken up yet: its mailbox can be written first. */
+async function queueRun(store: DurableStore, runId: string): Promise<void> {
+  await store.create({
+    runId,
+    status: 'queued',
+    kind: 'agent',
+    name: 'support',
+    signature: '',
+    snapshot: unstartedRunSnapshot('Refund order o-1'),
+  });
 }
 
 function toolAnswer(messages: readonly ModelMessage[], callId: string): ModelMessage | undefined {
@@ -221,14 +235,7 @@ describe('an agent whose tool call needs approval', () => {
 
   it('keeps a decision that arrived before the call was held, and applies it when it is: no wait', async () => {
     const { store, refund, agent } = setup();
-    await store.create({
-      runId: 'early',
-      status: 'queued',
-      kind: 'agent',
-      name: 'support',
-      signature: '',
-      snapshot: { format: 1, start: { input: 'Refund order o-1' }, pending: null, journalSeq: 0 },
-    });
+    await queueRun(store, 'early');
     // Sent around the client (which only decides calls a run waits on), before the model asked for the call.
     await store.signal('early', {
       name: 'cairn.approval',
@@ -244,14 +251,7 @@ describe('an agent whose tool call needs approval', () => {
 
   it('does not apply an early approval of other arguments: the call waits for a decision', async () => {
     const { store, refund, agent } = setup();
-    await store.create({
-      runId: 'early-other',
-      status: 'queued',
-      kind: 'agent',
-      name: 'support',
-      signature: '',
-      snapshot: { format: 1, start: { input: 'Refund order o-1' }, pending: null, journalSeq: 0 },
-    });
+    await queueRun(store, 'early-other');
     await store.signal('early-other', {
       name: 'cairn.approval',
       payload: { callId: 'c-refund', approved: true, argsHash: toolArgsHash({ cents: 1 }) },

@@ -19,6 +19,8 @@ export type {
 export { createTestDatabase, useTestDatabase } from './postgres.js';
 export type { TestDatabase, TestDatabaseOptions } from './postgres.js';
 export { freePort } from './free-port.js';
+export { LineProcess } from './line-process.js';
+export type { LineProcessOptions, PrintedLine } from './line-process.js';
 export { startTcpProxy } from './tcp-proxy.js';
 export type { TcpProxy } from './tcp-proxy.js';
 export { describeFailure, exploreSchedules } from './simulation/explore-schedules.js';

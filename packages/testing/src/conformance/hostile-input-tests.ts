@@ -170,7 +170,9 @@ export function hostileInputTests(ctx: ConformanceContext): void {
       concierge.execute('squat', { runId: childRunId(victim, 'hotel') }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
 
-    const plan = { nodes: [{ id: 'hotel', capability: 'concierge', input: 'book', dependsOn: [] }] };
+    const plan = {
+      nodes: [{ id: 'hotel', capability: 'concierge', input: 'book', dependsOn: [] }],
+    };
     const planner = definePlanner({
       name: 'trip',
       model: scriptedModel([{ text: JSON.stringify(plan) }]),

@@ -1,19 +1,22 @@
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { agentSignals, toolArgsHash, type DurableStore } from '@cairn/sdk';
 import { pgStore } from '@cairn/store-pg';
 import { redisStore } from '@cairn/store-redis';
-import { useTestDatabase } from '@cairn/testing';
+import { LineProcess, useTestDatabase, type PrintedLine } from '@cairn/testing';
 import { createClient, type CairnClient } from '@cairn/worker';
 import { Redis } from 'ioredis';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bigRefundArgs, refundAgent, sleeperAgent } from './fixtures/waiting-agents.js';
-import { startWorkerProcess, type WorkerProcess } from './processes.js';
 
 // Runs that wait, with real worker processes on real Postgres and Redis: nothing is held while they wait, and
 // what arrives while no worker runs is delivered once one does.
 const script = fileURLToPath(new URL('./fixtures/waiting-worker-process.ts', import.meta.url));
+// tsx as a loader, not its CLI: the CLI runs the script in a grandchild, which signals would not reach.
+const tsxLoader = createRequire(import.meta.url).resolve('tsx/esm');
+type WorkerProcess = LineProcess<PrintedLine>;
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const database = useTestDatabase({ prefix: 'cairn_worker_waits' });
 const noEffect = () => undefined;
@@ -102,11 +105,13 @@ describe.each(['postgres', 'redis'] as const)(
   (name) => {
     let client: CairnClient;
     const worker = async (owner: string, extra: Record<string, string> = {}) => {
-      const started = await startWorkerProcess(
+      // --expose-gc: the heap a worker prints is read after a full collection.
+      const started = new LineProcess(
+        ['--expose-gc', '--import', tsxLoader, '--conditions=@cairn/source', script],
         { ...backend!.env, OWNER: owner, ...extra },
-        { script, nodeArgs: ['--expose-gc'] },
       );
       processes.push(started);
+      await started.waitFor((line) => line.kind === 'ready');
       return started;
     };
     const open = async () => {
@@ -125,7 +130,7 @@ describe.each(['postgres', 'redis'] as const)(
             ),
           );
         }
-        while (w.events('waiting').length < from + count) await sleep(200);
+        while (w.linesOf('event', 'waiting').length < from + count) await sleep(200);
       };
       const heap = async () => {
         const seen = w.lines.filter((l) => l.kind === 'heap').length;
@@ -158,7 +163,7 @@ describe.each(['postgres', 'redis'] as const)(
       const first = await worker('w-1');
       const ids = Array.from({ length: 20 }, (_, i) => `s-${i}`);
       await Promise.all(ids.map((runId) => client.start(sleeper, '2', { runId })));
-      while (first.events('waiting').length < ids.length) await sleep(50);
+      while (first.linesOf('event', 'waiting').length < ids.length) await sleep(50);
       first.kill('SIGKILL');
       await first.exited;
       await sleep(3_000); // past every wake time, with no worker running
@@ -167,7 +172,7 @@ describe.each(['postgres', 'redis'] as const)(
       expect(outputs).toEqual(ids.map(() => 'awake'));
       expect(
         second
-          .events('completed')
+          .linesOf('event', 'completed')
           .map((e) => e.runId)
           .sort(),
       ).toEqual([...ids].sort());
@@ -199,7 +204,7 @@ describe.each(['postgres', 'redis'] as const)(
       });
       const w = await worker('w-1');
       expect(await client.result(runId, { pollMs: 100 })).toBe('handled');
-      expect(w.events('waiting')).toEqual([]);
+      expect(w.linesOf('event', 'waiting')).toEqual([]);
       expect(effects([w], runId, 'refund-1')).toBe(1);
     });
 
