@@ -1,4 +1,5 @@
 import {
+  defineAgent,
   definePlanner,
   defineTool,
   memoryStore,
@@ -135,5 +136,32 @@ describe('a planner whose node needs approval', () => {
       output: { coffee: { paid: 400 } },
     });
     expect(runs).toEqual(['coffee']);
+  });
+
+  it('fails the node of a child agent that would wait: only a root run waits', async () => {
+    const clock = createFakeClock({ autoAdvance: true });
+    const store = memoryStore({ clock });
+    const pay = defineTool({
+      name: 'pay',
+      description: 'Pays.',
+      input: z.object({ cents: z.number().int() }),
+      execute: ({ cents }) => ({ paid: cents }),
+    });
+    const buyer = defineAgent({
+      name: 'buyer',
+      model: scriptedModel([{ toolCalls: [{ id: 'p', name: 'pay', args: { cents: 1 } }] }]),
+      tools: [pay],
+      approval: { tools: { pay: true } },
+    });
+    const planner = definePlanner({
+      name: 'shop',
+      model: scriptedModel([planTurn([{ id: 'buy', capability: 'buyer', input: 'buy it' }])]),
+      capabilities: [{ name: 'buyer', description: 'Buys.', executable: buyer }],
+      maxReplans: 0,
+      durable: { store, clock },
+    });
+    const error = await planner.execute('shop').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'NODE_FAILED' });
+    expect(String((error as Error).cause)).toContain('only a root run waits');
   });
 });
