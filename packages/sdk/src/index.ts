@@ -69,6 +69,7 @@ export type {
   RunFilter,
   RunRecord,
   RunStatus,
+  SaveReceipt,
   SnapshotStore,
   StatusUpdate,
   StoredRun,

@@ -124,7 +124,7 @@ export function interceptWrites(
 ): DurableStore {
   const wrap =
     <K extends keyof Writes>(kind: K) =>
-    async (...args: Parameters<Writes[K]>): Promise<void> => {
+    async (...args: Parameters<Writes[K]>): Promise<Awaited<ReturnType<Writes[K]>>> => {
       const copied = structuredClone(args);
       await before(kind, copied);
       // eslint-disable-next-line @typescript-eslint/no-explicit-any

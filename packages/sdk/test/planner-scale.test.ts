@@ -75,7 +75,7 @@ function recordingCheckpoints(store: DurableStore, checkpointed: Array<Set<strin
   return {
     ...store,
     save: async (fence, checkpoint) => {
-      await store.save(fence, checkpoint);
+      const receipt = await store.save(fence, checkpoint);
       const snapshot = checkpoint.snapshot as {
         state: { ledger: Array<{ id: string }> };
         carried?: Array<{ type: string; effectId: string }>;
@@ -89,6 +89,7 @@ function recordingCheckpoints(store: DurableStore, checkpointed: Array<Set<strin
           ...carried.map((entry) => entry.effectId.slice('node/'.length)),
         ]),
       );
+      return receipt;
     },
   };
 }

@@ -4,6 +4,7 @@ import type {
   Checkpoint,
   EffectOutcome,
   JournalEntry,
+  SaveReceipt,
   SnapshotStore,
   StatusUpdate,
 } from '../store/contract.js';
@@ -141,16 +142,18 @@ export class RunWriter {
   /**
    * Writes a checkpoint; it supersedes the journal up to its `journalSeq`, buffered marks included. Marks
    * recorded after the snapshot was taken (while the checkpoint is on its way) stay buffered. The marks of
-   * `keep` (effects still pending, whose entries the checkpoint carries) stay known.
+   * `keep` (effects still pending, whose entries the checkpoint carries) stay known. The store's receipt says
+   * whether it was written (`unlessMail` may refuse it) and whether the mailbox holds signals.
    */
-  checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<void> {
+  checkpoint(checkpoint: Checkpoint, keep: readonly string[] = []): Promise<SaveReceipt> {
     return this.serialized(async () => {
       // Marks whose append failed may be results the step has not seen yet: a checkpoint now would move the run
       // on past them. The attempt stops instead; its last flush tries to write them once more.
       if (this.suspension !== undefined) throw this.suspension;
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
-      await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
+      const receipt = await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
+      if (!receipt.written) return receipt;
       this.dropThrough(checkpoint.journalSeq);
       const kept = new Set(keep);
       for (const [id, marks] of this.marks) {
@@ -158,6 +161,7 @@ export class RunWriter {
         if (!kept.has(id) && latest <= checkpoint.journalSeq) this.marks.delete(id);
       }
       await this.attempt.pass({ point: 'checkpoint.after', ...boundary });
+      return receipt;
     });
   }
 
@@ -192,9 +196,9 @@ export class RunWriter {
     return next;
   }
 
-  private async withRetry(write: () => Promise<void>): Promise<void> {
+  private async withRetry<T>(write: () => Promise<T>): Promise<T> {
     try {
-      await retryStoreCall(write, this.attempt, this.clock, this.retry);
+      return await retryStoreCall(write, this.attempt, this.clock, this.retry);
     } catch (error) {
       if (error instanceof RunSuspendedError) this.suspension ??= error;
       throw this.suspension ?? error;

@@ -163,6 +163,27 @@ export interface Checkpoint {
    * a signal is consumed exactly when the state that acted on it is stored. Never lowers what is stored.
    */
   signalsConsumed?: number;
+  /**
+   * Write only if the mailbox holds no signal above the consumed cursor (the stored one or `signalsConsumed`,
+   * whichever is higher), checked atomically with the write: otherwise write nothing and answer
+   * `{ written: false, mail: true }`. The runtime sets it on the checkpoint that completes a run that takes
+   * signals, so a signal accepted while that checkpoint is on its way is handed to the run, never left unread
+   * in a run that ended. The fence is checked first: a fenced-out write is still `LeaseLostError`.
+   * @defaultValue false
+   */
+  unlessMail?: boolean;
+}
+
+/** What a store says of a checkpoint it accepted. */
+export interface SaveReceipt {
+  /** False only for a checkpoint with `unlessMail` refused because the mailbox holds unconsumed signals. */
+  written: boolean;
+  /**
+   * The mailbox holds a signal above the consumed cursor as it stands after this write: the runtime reads the
+   * mailbox only when a receipt says so, instead of at every checkpoint. A signal accepted while the write was
+   * on its way may be missed (it is reported by the next receipt).
+   */
+  mail: boolean;
 }
 
 /** A status change that keeps the checkpoint and journal. */
@@ -199,9 +220,10 @@ export interface SnapshotStore {
    * Writes a checkpoint and drops the journal entries it supersedes. Writing the final status the run
    * already has again (a retried write) succeeds and changes nothing. The checkpoint's values may be the
    * runtime's own (it does not copy a snapshot it only hands over): a store serializes or copies what it
-   * keeps before the returned promise settles, and keeps no reference to them.
+   * keeps before the returned promise settles, and keeps no reference to them. A retried final write answers
+   * `{ written: true, mail: false }`.
    */
-  save(fence: Fence, checkpoint: Checkpoint): Promise<void>;
+  save(fence: Fence, checkpoint: Checkpoint): Promise<SaveReceipt>;
   /**
    * Appends journal entries, atomically and in order. Entries whose `seq` is not above the highest seq
    * ever appended to the run (kept across checkpoints) or the stored checkpoint's `journalSeq` are skipped,

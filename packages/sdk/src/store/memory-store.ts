@@ -221,7 +221,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       }
       const run = fence(target, checkpoint.status);
       // Saving the final status it already has again is a retried write: it changes nothing.
-      if (isTerminalStatus(run.record.status)) return;
+      if (isTerminalStatus(run.record.status)) return { written: true, mail: false };
+      const mailAbove = (cursor: number) => run.signals.length > cursor;
+      if (
+        checkpoint.unlessMail === true &&
+        mailAbove(Math.max(run.signalsConsumed, checkpoint.signalsConsumed ?? 0))
+      ) {
+        return { written: false, mail: true };
+      }
       if (checkpoint.release === true && target.root === undefined) {
         run.record.owner = null;
         run.record.leaseUntil = null;
@@ -249,6 +256,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         run.signalsConsumed = Math.min(copy.signalsConsumed, run.signals.length);
       }
       if (copy.status === 'waiting') notify();
+      return { written: true, mail: mailAbove(run.signalsConsumed) };
     },
 
     async append(target, entries) {

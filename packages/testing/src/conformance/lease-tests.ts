@@ -16,7 +16,7 @@ import {
 } from './context.js';
 
 /** Every fenced write path, each given the fence it writes under. */
-export const writePaths: Record<string, (store: DurableStore, fence: Fence) => Promise<void>> = {
+export const writePaths: Record<string, (store: DurableStore, fence: Fence) => Promise<unknown>> = {
   save: (store, fence) => store.save(fence, checkpoint(99, { journalSeq: 200 })),
   append: (store, fence) => store.append(fence, entries(301, 302)),
   updateStatus: (store, fence) => store.updateStatus(fence, { status: 'suspended' }),

@@ -124,12 +124,12 @@ export class SimProcess {
           return run();
         })(),
       );
-    const write = (
+    const write = <T>(
       kind: 'save' | 'append' | 'updateStatus',
       fence: Fence,
       payload: { status?: RunStatus; entries?: readonly JournalEntry[] },
-      send: () => Promise<void>,
-    ): Promise<void> =>
+      send: () => Promise<T>,
+    ): Promise<T> =>
       (async () => {
         await this.gate();
         if (this.random.chance(this.holdWrites)) {
@@ -141,8 +141,11 @@ export class SimProcess {
           (async () => {
             await this.gate();
             const sent = ledger.sending(fence);
-            await send();
-            ledger.accepted(kind, fence, sent, payload);
+            const answer = await send();
+            // A checkpoint the store refused for unread mail wrote nothing.
+            const refused = kind === 'save' && (answer as { written?: boolean }).written === false;
+            if (!refused) ledger.accepted(kind, fence, sent, payload);
+            return answer;
           })(),
         );
       })();
