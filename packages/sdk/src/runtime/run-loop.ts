@@ -10,7 +10,7 @@ import {
 } from '../errors.js';
 import { storableJson, storableView, type JsonValue } from '../json.js';
 import type { DurableStore } from '../store/contract.js';
-import { checkRunWait, isWaitDue, type RunWait } from '../store/waits.js';
+import { checkRunWait, isWaitDue, type RunSignal, type RunWait } from '../store/waits.js';
 import type { Attempt } from './attempt.js';
 import { checkDrift, finishedResult } from './stored-run-checks.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
@@ -117,6 +117,9 @@ export async function runUnderLease<State, Input, Output>(
     const signals = new SignalCursor(store, attempt, clock, options.storeRetry);
     // Signals reach a root run only: a child's mailbox is its root's.
     const receivesSignals = definition.receivesSignals === true && holding.type === 'own';
+    // Whether the mailbox may hold signals the step has not been handed: each checkpoint's receipt says, so a run
+    // nobody signals never reads its mailbox between trips.
+    let mayHaveMail = true;
 
     pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
     let result: StepResult<State>;
@@ -153,23 +156,24 @@ export async function runUnderLease<State, Input, Output>(
       const waitCommand = result.commands.find((c): c is WaitCommand => c.type === 'wait');
       const state = result.state;
       const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
+      const handOver = (unseen: RunSignal[]): StepResult<State> => {
+        signals.handOver(unseen);
+        tracing.signalsArrived(unseen);
+        return stepOf(definition, state, { type: 'signals', now: clock.now(), signals: unseen });
+      };
       // Signals are handed over at a boundary with nothing in flight, before the step's commands are acted on:
-      // the step answers them with new commands (its earlier ones never started).
+      // the step answers them with new commands (its earlier ones never started). Before an end or a wait the
+      // mailbox is read here (an end only when the last receipt saw mail: the completing checkpoint itself is
+      // refused while unread mail exists); at a trip boundary, once its checkpoint's receipt says there is mail.
+      const handsOver = receivesSignals && pool.pending().length === 0;
       if (
-        receivesSignals &&
-        end?.type !== 'fail' &&
-        (checkpointed || end !== undefined || waitCommand !== undefined) &&
-        pool.pending().length === 0
+        handsOver &&
+        (waitCommand !== undefined || (end?.type === 'complete' && mayHaveMail))
       ) {
         const unseen = await signals.unseen();
+        mayHaveMail = false;
         if (unseen.length > 0) {
-          signals.handOver(unseen);
-          tracing.signalsArrived(unseen);
-          result = stepOf(definition, state, {
-            type: 'signals',
-            now: clock.now(),
-            signals: unseen,
-          });
+          result = handOver(unseen);
           continue;
         }
       }
@@ -197,14 +201,27 @@ export async function runUnderLease<State, Input, Output>(
       }
       if (end?.type === 'complete') {
         const output = storableJson(end.output);
-        await writer.checkpoint({
+        const receipt = await writer.checkpoint({
           status: 'completed',
           signature: definition.signature,
           ...runtimeSnapshot([]),
           ...signals.consumption(),
           output,
           release: holding.type === 'own',
+          ...(receivesSignals ? { unlessMail: true } : {}),
         });
+        if (!receipt.written) {
+          // A signal was accepted while the run was about to end: the step reads it instead of ending.
+          const unseen = await signals.unseen();
+          if (unseen.length === 0) {
+            throw new CairnError(
+              'STORE_FAILED',
+              `The store refused run "${runId}"'s completion for unread signals, then showed none.`,
+            );
+          }
+          result = handOver(unseen);
+          continue;
+        }
         tracing.closeAll();
         await release();
         // Retention only: a run that could not be deleted now is pruned later.
@@ -297,7 +314,7 @@ export async function runUnderLease<State, Input, Output>(
         continue;
       }
       if (checkpointed || checkpointFirst || signals.unconsumed) {
-        await writer.checkpoint(
+        const receipt = await writer.checkpoint(
           {
             status: 'running',
             signature: definition.signature,
@@ -308,6 +325,17 @@ export async function runUnderLease<State, Input, Output>(
         );
         signals.consumed();
         checkpointFirst = false;
+        mayHaveMail = receipt.mail;
+        // Mail at a trip boundary: the step answers it before what this checkpoint names starts. Nothing of it
+        // has started, and the checkpoint that consumes the signals replaces this one before anything does.
+        if (handsOver && checkpointed && receipt.mail) {
+          const unseen = await signals.unseen();
+          mayHaveMail = false;
+          if (unseen.length > 0) {
+            result = handOver(unseen);
+            continue;
+          }
+        }
       }
       // A unit (a trip, a node) ends once nothing pending belongs to it, checkpointed or not.
       tracing.closeSettledUnits(pending);

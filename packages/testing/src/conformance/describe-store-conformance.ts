@@ -6,6 +6,7 @@ import { corruptionTests } from './corruption-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
+import { receiptTests } from './receipt-tests.js';
 import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { waitTests } from './wait-tests.js';
@@ -31,5 +32,6 @@ export function describeStoreConformance(
     describe('hostile input', () => hostileInputTests(ctx));
     describe('conversation replay', () => replayTests(ctx));
     describe('waits and mailboxes', () => waitTests(ctx));
+    describe('save receipts', () => receiptTests(ctx));
   });
 }
