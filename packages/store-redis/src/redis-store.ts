@@ -10,11 +10,12 @@ import {
   type RunFilter,
   type RunRecord,
   type RunStatus,
+  type SaveReceipt,
 } from '@cairn/sdk';
 import type { Cluster, Redis } from 'ioredis';
 import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
 import { Gate, type LuaScript, type RedisClient } from './client.js';
-import { runScript, scriptKeys, type StoreContext } from './context.js';
+import { runScript, scriptKeys, type Reply, type StoreContext } from './context.js';
 import { refusal } from './refusal.js';
 import { Holdings } from './holdings.js';
 import { claimableIds } from './claimable.js';
@@ -112,12 +113,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     return checkedLayout;
   }
 
+  /** Runs a fenced write; throws its refusal unless the reply's word is `ok` or one of `accepted`. */
   async function fenced(
     operation: string,
     lua: LuaScript,
     fence: Fence,
     args: string[],
-  ): Promise<void> {
+    accepted: readonly string[] = [],
+  ): Promise<Reply> {
     // A child's write must find its root still at the fence's epoch. A single node checks it in the write's
     // script; on Cluster the root is in another slot and is read just before, and a holder frozen between
     // the read and the write is refused by its deadline.
@@ -142,7 +145,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       ],
       rootHash === undefined ? undefined : [rootHash, rootHash],
     );
-    if (reply[0] !== 'ok') throw refusal(fence, reply);
+    if (reply[0] !== 'ok' && !accepted.includes(reply[0])) throw refusal(fence, reply);
+    return reply;
   }
 
   async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
@@ -236,29 +240,40 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       };
     },
 
-    async save(fence, checkpoint) {
+    async save(fence, checkpoint): Promise<SaveReceipt> {
       const wait = checkpointWait(fence, checkpoint);
-      await fenced('save a checkpoint', saveCheckpoint, fence, [
-        checkpoint.status,
-        checkpoint.signature,
-        JSON.stringify(checkpoint.snapshot),
-        json(checkpoint.output),
-        json(checkpoint.error),
-        String(checkpoint.journalSeq),
-        ...waitArgs(wait),
-        consumedArg(checkpoint.signalsConsumed),
-        checkpoint.release === true ? '1' : '',
-        keys.channel,
-      ]);
+      const reply = await fenced(
+        'save a checkpoint',
+        saveCheckpoint,
+        fence,
+        [
+          checkpoint.status,
+          checkpoint.signature,
+          JSON.stringify(checkpoint.snapshot),
+          json(checkpoint.output),
+          json(checkpoint.error),
+          String(checkpoint.journalSeq),
+          ...waitArgs(wait),
+          consumedArg(checkpoint.signalsConsumed),
+          checkpoint.release === true ? '1' : '',
+          keys.channel,
+          checkpoint.unlessMail === true ? '1' : '',
+        ],
+        ['mail'],
+      );
+      // {'mail'}: kept out by `unlessMail`; {'ok', 1 | 0}: written, with or without mail above the cursor.
+      if (reply[0] === 'mail') return { written: false, mail: true };
+      return { written: true, mail: Number(reply[1]) === 1 };
     },
 
-    append: (fence, entries) =>
-      fenced(
+    async append(fence, entries) {
+      await fenced(
         'append to the journal',
         appendJournal,
         fence,
         entries.flatMap((entry) => [String(entry.seq), JSON.stringify(entry)]),
-      ),
+      );
+    },
 
     async updateStatus(fence, update) {
       if (update.status === 'waiting') {

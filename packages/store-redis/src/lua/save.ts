@@ -14,11 +14,17 @@ import { prelude } from './prelude.js';
  * holder giving it up with this write) the lease is cleared as `release` would, and workers are told on the
  * channel unless the run ended, so a wait's new time or an awake run is seen at once.
  *
+ * With `unlessMail`, checked after the fence and the retry: while the mailbox holds a signal above the consumed
+ * cursor (the stored one or the seq given, whichever is higher) nothing is written, not even the release, and
+ * the script answers {'mail'}.
+ *
  * ARGV[7..]: status, signature, snapshot JSON, output JSON or '', error JSON or '', journal seq, wait JSON or
  * '', wait until or '', wait signal names joined by NUL or '', signals consumed or '', release ('1' or ''),
- * channel.
- * Returns a refusal ({'missing'|'recreated'|'stale'|'root'|'late'|'older'} or {'ended', status}) or
- * {'ok'}. Every path reindexes the run from what is stored, so a retry leaves its indexes exact.
+ * channel, unless mail ('1' or '').
+ * Returns a refusal ({'missing'|'recreated'|'stale'|'root'|'late'|'older'} or {'ended', status}), {'mail'} for
+ * a checkpoint `unlessMail` kept out, or {'ok', mail}: mail is 1 when the mailbox holds a signal above the
+ * consumed cursor after the write (0 for a retry, which writes nothing). Every path reindexes the run from what
+ * is stored, so a retry leaves its indexes exact.
  */
 export const saveCheckpoint = lua(
   'save',
@@ -31,7 +37,15 @@ end
 local h = redis.call('HMGET', KEYS[1], 'status', 'checkpointSeq')
 if terminal[h[1]] then
   reindex()
-  return {'ok'}
+  return {'ok', 0}
+end
+local function mail_above(cursor)
+  local last, consumed = mailbox_bounds()
+  return last > math.max(consumed, cursor)
+end
+if ARGV[19] == '1' and mail_above(tonumber(ARGV[16]) or 0) then
+  reindex()
+  return {'mail'}
 end
 local seq = ARGV[12]
 if h[2] and tonumber(seq) < tonumber(h[2]) then
@@ -66,6 +80,7 @@ reindex()
 if released and not terminal[status] then
   redis.call('PUBLISH', ARGV[18], redis.call('HGET', KEYS[1], 'runId'))
 end
-return {'ok'}
+if mail_above(0) then return {'ok', 1} end
+return {'ok', 0}
 `,
 );
