@@ -229,12 +229,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       ) {
         return { written: false, mail: true };
       }
+      if (checkpoint.journalSeq < run.checkpointSeq) {
+        throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
+      }
       if (checkpoint.release === true && target.root === undefined) {
         run.record.owner = null;
         run.record.leaseUntil = null;
-      }
-      if (checkpoint.journalSeq < run.checkpointSeq) {
-        throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
       }
       const copy = jsonClone(checkpoint);
       const record: RunRecord = {

@@ -139,12 +139,15 @@ local function fence(allow)
   local h = redis.call('HMGET', KEYS[1], 'incarnation', 'epoch', 'token', 'status')
   if h[1] ~= ARGV[5] then return {'recreated'} end
   if h[2] ~= ARGV[1] then return {'stale'} end
-  if ARGV[2] ~= '' and h[3] ~= ARGV[2] then return {'stale'} end
+  -- The final status this write names, already stored at its epoch: a write sent again after an unknown outcome.
+  -- Its first try may have released the lease (token gone) and the deadline may be past; it changes nothing.
+  local retried_end = allow ~= nil and terminal[h[4]] and h[4] == allow
+  if ARGV[2] ~= '' and h[3] ~= ARGV[2] and not retried_end then return {'stale'} end
   if ARGV[6] ~= '' and linked then
     local root = redis.call('HMGET', KEYS[5], 'incarnation', 'epoch')
     if root[1] ~= ARGV[6] or root[2] ~= ARGV[1] then return {'root'} end
   end
-  if ARGV[3] ~= '' and now_ms() >= tonumber(ARGV[3]) then return {'late'} end
+  if ARGV[3] ~= '' and now_ms() >= tonumber(ARGV[3]) and not retried_end then return {'late'} end
   if terminal[h[4]] and h[4] ~= allow then return {'ended', h[4]} end
   return nil
 end

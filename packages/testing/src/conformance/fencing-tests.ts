@@ -110,6 +110,27 @@ export function fencingTests(ctx: ConformanceContext): void {
     expect(loaded?.journal).toEqual(entries(5, 6));
   });
 
+  it('accepts a final checkpoint that released the lease sent again after an unknown outcome, changing nothing', async () => {
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const init = newRun();
+    await a.create(init);
+    const lease = (await a.acquire(init.runId, { owner, ttlMs: longTtlMs }))!;
+    const final = checkpoint(3, { status: 'completed', output: 'done', release: true });
+    await a.save(lease, final);
+    // The answer was lost on its way back: the runtime sends the same write again.
+    await expect(a.save(lease, final)).resolves.toEqual({ written: true, mail: false });
+    expect((await b.load(init.runId))?.run).toMatchObject({
+      status: 'completed',
+      output: 'done',
+      owner: null,
+    });
+    // Another status is still refused: the run ended.
+    await expect(
+      a.save(lease, checkpoint(4, { status: 'failed', release: true })),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+  });
+
   it('keeps the marks a checkpoint does not account for (written while it was on its way)', async () => {
     const store = await ctx.store();
     const init = newRun();

@@ -52,9 +52,9 @@ export function receiptTests(ctx: ConformanceContext): void {
     expect(signals.map((s) => s.seq)).toEqual([1]);
     expect((await b.list({ status: 'running' })).map((r) => r.runId)).toContain(lease.runId);
     await expect(a.renew(lease, longTtlMs)).resolves.toBeDefined();
-    // A fenced-out holder is told it lost the run, mail or not.
+    // A fenced-out writer (another process, with a fence that is not the run's) is told so, mail or not.
     await expect(
-      a.save({ ...lease, epoch: lease.epoch + 1 }, completing),
+      b.save({ ...lease, epoch: lease.epoch + 1 }, completing),
     ).rejects.toBeInstanceOf(LeaseLostError);
     // Once the checkpoint consumes what is there, it is written; a retry of it changes nothing.
     const consumed = { ...completing, signalsConsumed: 1 };
@@ -62,6 +62,21 @@ export function receiptTests(ctx: ConformanceContext): void {
     expect(await a.save(lease, consumed)).toEqual({ written: true, mail: false });
     expect((await b.load(lease.runId))!.run).toMatchObject({ status: 'completed', owner: null });
     expect(await b.mailbox(lease.runId)).toEqual([]);
+  });
+
+  it('refuses a checkpoint older than the stored one without giving the lease up, even with release', async () => {
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const lease = await heldRun(a);
+    await a.save(lease, checkpoint(2, { journalSeq: 5 }));
+    await expect(
+      a.save(lease, checkpoint(1, { journalSeq: 3, status: 'completed', release: true })),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect((await b.load(lease.runId))!.run).toMatchObject({
+      status: 'running',
+      snapshot: { step: 2 },
+      owner: 'a',
+    });
   });
 
   it('never both completes a run and accepts a signal it did not consume, however the two race', async () => {
