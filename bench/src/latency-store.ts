@@ -51,8 +51,10 @@ export function latencyStore(store: DurableStore): {
     },
     save: async (fence, checkpoint: Checkpoint) => {
       if (checkpoint.release !== true) return store.save(fence, checkpoint);
-      await timed(latencies.finalSaves, () => store.save(fence, checkpoint));
-      givenUp.add(fenceKey(fence));
+      const receipt = await timed(latencies.finalSaves, () => store.save(fence, checkpoint));
+      // A write unlessMail held gave nothing up: a release after it is a real one.
+      if (receipt.written) givenUp.add(fenceKey(fence));
+      return receipt;
     },
     release: (lease) =>
       timed(
