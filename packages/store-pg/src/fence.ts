@@ -34,7 +34,7 @@ export function fenceRow(ord: number, fence: Fence) {
 export function lockedRuns(names: Names, wait: boolean): string {
   return `locked AS (
        SELECT r.run_id, r.created_seq, r.epoch, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version,
-              octet_length(r.journal) AS journal_bytes
+              r.signals_consumed, octet_length(r.journal) AS journal_bytes
          FROM ${names.runs} r
         WHERE r.run_id IN (SELECT o.run_id FROM ops o
                            UNION SELECT o.root_run_id FROM ops o WHERE o.root_run_id IS NOT NULL)

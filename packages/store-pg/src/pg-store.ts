@@ -216,11 +216,15 @@ export function pgStore(options: PgStoreOptions): PgStore {
       }),
     save: async (fence, checkpoint) => {
       checkCheckpoint(fence, checkpoint);
-      return fenced(fence, 'save a checkpoint', async () => {
-        const refused = await writes.save(fence, checkpoint);
-        if (refused === undefined && checkpoint.release === true) leases.releasedBySave(fence);
-        return refused;
-      });
+      const answer = await run(
+        'save a checkpoint',
+        () => writes.save(fence, checkpoint),
+        fence.runId,
+      );
+      if (answer instanceof LeaseLostError) throw answer;
+      // A write unlessMail held gave nothing up: the lease is still held.
+      if (answer.written && checkpoint.release === true) leases.releasedBySave(fence);
+      return answer;
     },
     append: (fence, entries) =>
       fenced(fence, 'append to the journal', () => writes.append(fence, entries)),

@@ -6,6 +6,7 @@ import {
   type JournalEntry,
   type NewRun,
   type RunRecord,
+  type SaveReceipt,
 } from '@cairn/sdk';
 import type { Db } from './db.js';
 import { toStoreError } from './errors.js';
@@ -77,10 +78,11 @@ export class BatchedWrites {
 
   /**
    * A checkpoint that sends only the long arrays' new elements when this instance knows what is stored, and
-   * everything when it does not (or someone else wrote since: the version tells). Undefined once saved (or
-   * when the run already had this final status), else why it was refused.
+   * everything when it does not (or someone else wrote since: the version tells). The receipt once saved,
+   * when the run already had this final status (written, no mail) or when `unlessMail` held it (not written,
+   * mail); else why it was refused.
    */
-  async save(fence: Fence, checkpoint: Checkpoint): Promise<LeaseLostError | undefined> {
+  async save(fence: Fence, checkpoint: Checkpoint): Promise<SaveReceipt | LeaseLostError> {
     const { runId } = fence;
     const split = splitSnapshot(checkpoint.snapshot);
     let items = this.storedItems.plan(runId, split);
@@ -90,17 +92,19 @@ export class BatchedWrites {
       items = this.storedItems.plan(runId, split, true);
       outcome = await this.checkpoints.submit({ ...write, items });
     }
+    // Nothing was written: what this instance knows is stored still is.
+    if (outcome.type === 'held') return { written: false, mail: true };
     if (outcome.type !== 'saved') {
       this.storedItems.forget(runId);
       if (outcome.type === 'refused') return outcome.error;
       if (outcome.type === 'stale' || outcome.type === 'busy') {
         return new LeaseLostError(runId, fence.epoch, 'another writer raced it');
       }
-      return undefined;
+      return { written: true, mail: false };
     }
     if (isTerminalStatus(checkpoint.status)) this.storedItems.forget(runId);
     else this.storedItems.remember(runId, outcome.version, items.stored);
-    return undefined;
+    return { written: true, mail: outcome.mail };
   }
 
   /**

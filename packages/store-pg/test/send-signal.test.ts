@@ -165,7 +165,7 @@ describe('send_signal in the application’s own transaction', () => {
     const { sql, harness } = opened();
     const store = harness.store();
     const { runId, lease } = await heldRun(store, 'race');
-    let saving: Promise<void> | undefined;
+    let saving: Promise<unknown> | undefined;
     await sql.begin(async (tx) => {
       await sendSignal(tx as unknown as Sql, harness.schema, runId, 'approve');
       // The holder parks the run while the signal is not committed: its checkpoint waits for the row.

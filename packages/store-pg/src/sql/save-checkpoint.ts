@@ -23,12 +23,15 @@ export interface CheckpointWrite {
 }
 
 /**
- * What a save did: applied (the new snapshot version); `unchanged` (its run already has this final status);
- * refused by its fence; or `stale` (the snapshot version its delta assumed is no longer stored).
+ * What a save did: applied (the new snapshot version, and whether the mailbox holds a signal above the cursor
+ * it left); `unchanged` (its run already has this final status); `held` (its `unlessMail` found unconsumed
+ * signals: nothing written); refused by its fence; or `stale` (the snapshot version its delta assumed is no
+ * longer stored).
  */
 export type SaveOutcome =
-  | { type: 'saved'; version: number }
+  | { type: 'saved'; version: number; mail: boolean }
   | { type: 'unchanged' }
+  | { type: 'held' }
   | { type: 'refused'; error: LeaseLostError }
   | { type: 'stale' }
   | { type: 'busy' };
@@ -38,7 +41,8 @@ export type SaveOutcome =
  * snapshot without its long arrays, the arrays' new elements into `snapshot_chunks` (after the removal of
  * the rows they replace), and the removal of the journal up to the checkpoint's `journalSeq`. A checkpoint older
  * than the stored one is refused, and one with `items.expectedVersion` applies only if that is still its
- * run's stored version. The batcher never sends two writes of one run together; each write is still fenced
+ * run's stored version. One with `unlessMail` applies only if its run's mailbox holds no signal above the
+ * cursor (see `mailGuard`). The batcher never sends two writes of one run together; each write is still fenced
  * and reported by its own `ord`.
  */
 export async function saveCheckpoints(
@@ -59,6 +63,7 @@ export async function saveCheckpoints(
     release: checkpoint.release === true && fence.root === undefined,
     expected_version: items.expectedVersion,
     trim_items: items.trim,
+    unless_mail: checkpoint.unlessMail === true,
     ...waitFields(checkpoint),
   }));
   const chunks = writes.flatMap(({ items }, ord) =>
@@ -76,8 +81,17 @@ export async function saveCheckpoints(
        SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS o(
          ${fenceColumns}, status text, signature text, snapshot text, output text,
          has_output boolean, error text, journal_seq bigint, release boolean, expected_version bigint,
-         trim_items boolean, wait_until float8, wait_signals text[], wait_detail text, signals_consumed bigint)
-     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, fenced AS (
+         trim_items boolean, unless_mail boolean, wait_until float8, wait_signals text[], wait_detail text,
+         signals_consumed bigint)
+     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, guard AS (
+       SELECT c.ord, ${mailGuard(names, {
+         unlessMail: 'o.unless_mail',
+         runSeq: 't.created_seq',
+         stored: 't.signals_consumed',
+         consumed: 'o.signals_consumed',
+       })} AS held
+         FROM checked c JOIN ops o ON o.ord = c.ord JOIN locked t ON t.run_id = c.run_id
+     ), fenced AS (
        UPDATE ${names.runs} r
           SET status = o.status, signature = o.signature, snapshot = o.snapshot,
               output = CASE WHEN o.has_output THEN coalesce(o.output, 'null') END, error = o.error,
@@ -97,8 +111,8 @@ export async function saveCheckpoints(
                 consumed: 'o.signals_consumed',
               })},
               updated_at = clock_timestamp(), snapshot_version = r.snapshot_version + 1
-         FROM checked c JOIN ops o ON o.ord = c.ord
-        WHERE r.run_id = c.run_id AND ${mayApply}
+         FROM checked c JOIN ops o ON o.ord = c.ord JOIN guard g ON g.ord = c.ord
+        WHERE r.run_id = c.run_id AND ${mayApply} AND NOT g.held
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
        RETURNING o.ord, r.run_id, r.created_seq, r.snapshot_version, o.journal_seq, o.trim_items,
@@ -127,8 +141,10 @@ export async function saveCheckpoints(
          JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, items text)
            ON x.ord = f.ord
      )
-     SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8
-       FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
+     SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8, coalesce(g.held, false),
+            ${mailAfter(names)}
+       FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN guard g ON g.ord = o.ord
+            LEFT JOIN fenced f ON f.ord = o.ord
       ORDER BY o.ord`,
     [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts)],
   );
@@ -184,15 +200,44 @@ export function consumedSignals(names: Names): string {
 }
 
 /**
- * What a save statement's result row (the write's `ord`, the five `fenceCheckColumns`, then the new snapshot
- * version or NULL) says of the write.
+ * The SQL of a save's guard (each argument a SQL expression; the write's checked row is `c`): true when the
+ * write has `unlessMail`, would otherwise apply (so a fenced-out write is still refused by its fence), and the
+ * mailbox of incarnation `runSeq` holds a signal above the higher of the stored cursor and the write's. Asked
+ * of `mail_above`, which reads with a snapshot taken when it is called: evaluate it only from rows already
+ * locked (a CTE over the locking one), so a signal whose transaction held the row and committed while this
+ * save waited for it is seen; the statement's own snapshot would miss it.
+ */
+export function mailGuard(
+  names: Names,
+  write: { unlessMail: string; runSeq: string; stored: string; consumed: string },
+): string {
+  return `CASE WHEN ${write.unlessMail} AND ${mayApply}
+               THEN ${names.quotedSchema}.mail_above(${write.runSeq},
+                      greatest(${write.stored}, coalesce(${write.consumed}, 0)))
+               ELSE false END`;
+}
+
+/**
+ * The SQL of a receipt's `mail` for the write in `fenced f` (NULL when it did not apply): the mailbox holds a
+ * signal above the cursor the write left. No signal can arrive meanwhile: the row is locked.
+ */
+export function mailAfter(names: Names): string {
+  return `CASE WHEN f.created_seq IS NOT NULL
+               THEN ${names.quotedSchema}.mail_above(f.created_seq, f.signals_consumed) END`;
+}
+
+/**
+ * What a save statement's result row (the write's `ord`, the five `fenceCheckColumns`, the new snapshot
+ * version or NULL, whether its `mailGuard` held it, then `mailAfter`) says of the write. A held write passed
+ * its fence (the guard asks only then), so it answers before the checks of a newer checkpoint and versions.
  */
 export function saveOutcomeOf(
   fence: Fence,
   checkpoint: Checkpoint,
   row: readonly unknown[],
 ): SaveOutcome {
-  if (typeof row[6] === 'number') return { type: 'saved', version: row[6] };
+  if (typeof row[6] === 'number') return { type: 'saved', version: row[6], mail: row[8] === true };
+  if (row[7] === true) return { type: 'held' };
   const refusal = refusalOf(fence, fenceCheckOf(row, 1), checkpoint);
   if (refusal === 'unchanged') return { type: 'unchanged' };
   if (refusal === 'busy') return { type: 'busy' };

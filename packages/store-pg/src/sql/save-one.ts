@@ -5,6 +5,8 @@ import { finalStatusList } from '../row.js';
 import {
   consumedSignals,
   journalAfter,
+  mailAfter,
+  mailGuard,
   saveOutcomeOf,
   waitAssignments,
   waitFields,
@@ -29,9 +31,18 @@ export async function saveOne(
   const rows = await query(
     db,
     `WITH c AS (
-       SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version,
-              r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
+       SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version, r.created_seq,
+              r.signals_consumed, r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
          FROM ${names.runs} r WHERE r.run_id = $1::text FOR UPDATE${wait ? '' : ' SKIP LOCKED'}
+     ), guard AS (
+       -- Over the locked row, so its mail_above reads after the lock (see mailGuard).
+       SELECT ${mailGuard(names, {
+         unlessMail: '$23::boolean',
+         runSeq: 'c.created_seq',
+         stored: 'c.signals_consumed',
+         consumed: '$22::bigint',
+       })} AS held
+         FROM c
      ), fenced AS (
        UPDATE ${names.runs} r
           SET status = $4::text, signature = $5::text, snapshot = $6::text,
@@ -50,8 +61,8 @@ export async function saveOne(
                 consumed: '$22::bigint',
               })},
               updated_at = clock_timestamp(), snapshot_version = r.snapshot_version + 1
-         FROM c
-        WHERE r.run_id = c.run_id AND ${mayApply}
+         FROM c, guard g
+        WHERE r.run_id = c.run_id AND ${mayApply} AND NOT g.held
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= $10::bigint)
           AND ($12::bigint IS NULL OR c.snapshot_version = $12::bigint)
        RETURNING r.created_seq, r.snapshot_version, r.signals_consumed, $22::bigint IS NOT NULL AS consumes,
@@ -74,8 +85,8 @@ export async function saveOne(
      )
      SELECT 0, c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
             c.run_id IS NULL AND EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = $1::text),
-            (SELECT f.snapshot_version::float8 FROM fenced f)
-       FROM (SELECT 1) AS one LEFT JOIN c ON true`,
+            f.snapshot_version::float8, coalesce(g.held, false), ${mailAfter(names)}
+       FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN guard g ON true LEFT JOIN fenced f ON true`,
     [
       fence.runId,
       fence.incarnation,
@@ -99,6 +110,7 @@ export async function saveOne(
       waiting.wait_signals,
       waiting.wait_detail,
       waiting.signals_consumed,
+      checkpoint.unlessMail === true,
     ],
   );
   return saveOutcomeOf(fence, checkpoint, rows[0]!);
