@@ -1,4 +1,4 @@
-import { LeaseLostError, type Checkpoint, type Fence } from '@cairn/sdk';
+import { LeaseLostError, type Checkpoint, type Lease } from '@cairn/sdk';
 import type { RedisStore } from '@cairn/store-redis';
 import { expect, it } from 'vitest';
 // The waits and claimable sets are read past the store: that a refused write leaves them be is what is checked.
@@ -47,7 +47,7 @@ async function stateOf(opened: OpenedStore, runId: string) {
   };
 }
 
-async function claim(store: RedisStore, runId: string): Promise<Fence> {
+async function claim(store: RedisStore, runId: string): Promise<Lease> {
   return (await store.acquire(runId, { owner: 'w', ttlMs: long }))!;
 }
 
