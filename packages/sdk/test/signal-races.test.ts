@@ -160,9 +160,10 @@ describe('a run nobody signals', () => {
       maxTrips: 10,
       durable: { store: counted.store, clock },
     });
-    await expect(agent.execute('Take five notes.', { runId: 'quiet-1' })).resolves.toMatchObject(
-      { output: 'Five notes.', trips: 6 },
-    );
+    await expect(agent.execute('Take five notes.', { runId: 'quiet-1' })).resolves.toMatchObject({
+      output: 'Five notes.',
+      trips: 6,
+    });
     expect(counted.reads()).toBe(0);
   });
 });

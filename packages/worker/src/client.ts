@@ -174,7 +174,8 @@ export function createClient(options: ClientOptions): CairnClient {
           data: { runId },
         });
       }
-      const scheduled = startOptions.startAt === undefined ? undefined : startWait(startOptions.startAt);
+      const scheduled =
+        startOptions.startAt === undefined ? undefined : startWait(startOptions.startAt);
       const { created, run } = await store.create({
         runId,
         kind: target.kind,

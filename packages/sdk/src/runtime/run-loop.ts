@@ -166,10 +166,7 @@ export async function runUnderLease<State, Input, Output>(
       // mailbox is read here (an end only when the last receipt saw mail: the completing checkpoint itself is
       // refused while unread mail exists); at a trip boundary, once its checkpoint's receipt says there is mail.
       const handsOver = receivesSignals && pool.pending().length === 0;
-      if (
-        handsOver &&
-        (waitCommand !== undefined || (end?.type === 'complete' && mayHaveMail))
-      ) {
+      if (handsOver && (waitCommand !== undefined || (end?.type === 'complete' && mayHaveMail))) {
         const unseen = await signals.unseen();
         mayHaveMail = false;
         if (unseen.length > 0) {

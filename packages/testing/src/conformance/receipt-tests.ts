@@ -53,9 +53,9 @@ export function receiptTests(ctx: ConformanceContext): void {
     expect((await b.list({ status: 'running' })).map((r) => r.runId)).toContain(lease.runId);
     await expect(a.renew(lease, longTtlMs)).resolves.toBeDefined();
     // A fenced-out writer (another process, with a fence that is not the run's) is told so, mail or not.
-    await expect(
-      b.save({ ...lease, epoch: lease.epoch + 1 }, completing),
-    ).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(b.save({ ...lease, epoch: lease.epoch + 1 }, completing)).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     // Once the checkpoint consumes what is there, it is written; a retry of it changes nothing.
     const consumed = { ...completing, signalsConsumed: 1 };
     expect(await a.save(lease, consumed)).toEqual({ written: true, mail: false });
