@@ -183,7 +183,8 @@ if (noServer !== undefined) {
         );
         watching = false;
         await watcher;
-        expect.soft(await restarted, 'the killed master restarted').toBe('rejoined');
+        const rejoined = await restarted;
+        expect.soft(rejoined, 'the killed master restarted').toBe('rejoined');
 
         // What the failover cost: from the SIGKILL to the killed master's runs checkpointing again.
         const resumedAt = victimRuns
@@ -230,6 +231,8 @@ if (noServer !== undefined) {
                 },
               ],
         );
+        // When the cluster misbehaved, what each node said of it, before its directories go.
+        if (failures.length > 0 || rejoined !== 'rejoined') console.log(await cluster.diagnose());
         expect.soft(failures, 'runs that did not complete').toEqual([]);
 
         // No completed run changes status.

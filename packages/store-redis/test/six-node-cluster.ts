@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@cairn/testing';
@@ -38,12 +38,18 @@ export interface SixNodeCluster {
   restart(port: number): Promise<void>;
   /** Moves `slots` slots, with their keys, from one master to another while clients keep using them. */
   reshard(options: { from: number; to: number; slots: number }): Promise<void>;
+  /** What each node says of the cluster, and the end of its log: for a test that failed, to say why. */
+  diagnose(): Promise<string>;
   /** Stops every node, closes every client, deletes every data directory. Safe to call twice. */
   stop(): Promise<void>;
 }
 
-/** How long the cluster waits before it deems a silent master failed: a replica is promoted a little after. */
-export const clusterNodeTimeoutMs = 2_000;
+/**
+ * How long the cluster waits before it deems a silent master failed: a replica is promoted a little after. Not
+ * shorter: on a busy two-core CI machine, with six servers fsyncing every write, a live node can be silent for a
+ * second or two, and a cluster that fails over a master nobody killed is not the failover under test.
+ */
+export const clusterNodeTimeoutMs = 3_000;
 
 /**
  * The `Cluster` options this package's README recommends for Cairn: keep retrying a command through a failover
@@ -53,7 +59,7 @@ export const clusterNodeTimeoutMs = 2_000;
 export const clusterClientOptions: ClusterOptions = {
   // Every retry below spends one redirection, and a MOVED to the dead master, then its closed connection, spend
   // two per round: 64 at 300 ms is about 10 s of retrying, the store's own `timeoutMs`, where the default 16 at
-  // 100 ms gives up after under 2 s, before a replica can be promoted (node timeout + election, 3 to 5 s here).
+  // 100 ms gives up after under 2 s, before a replica can be promoted (node timeout + election, 4 to 6 s here).
   maxRedirections: 64,
   // CLUSTERDOWN while the failed master's slots have no owner: retry until the replica is promoted.
   retryDelayOnClusterDown: 300,
@@ -67,6 +73,8 @@ export const clusterClientOptions: ClusterOptions = {
   enableOfflineQueue: true,
   redisOptions: { connectTimeout: 2_000, maxRetriesPerRequest: 2 },
 };
+
+const logFile = (node: ClusterNodeProcess) => join(node.dir, 'redis.log');
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -160,6 +168,8 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
         // A replica that never synced is never promoted: start its first sync at once, not after 5 s.
         '--repl-diskless-sync-delay',
         '0',
+        '--logfile',
+        logFile(node),
         ...appendOnlyArgs(node.dir, 'always'),
       ],
       { stdio: ['pipe', 'ignore', 'ignore'] },
@@ -184,11 +194,39 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
     }
     return lines.join(', ');
   };
+  const diagnose = async () => {
+    const lines: string[] = [];
+    for (const node of nodes) {
+      const up = alive().includes(node);
+      const view = up ? await ask(node.port, 'CLUSTER', 'NODES') : undefined;
+      lines.push(
+        `node ${node.port} (bus ${node.busPort}) ${up ? 'running' : 'not running'}; CLUSTER NODES:`,
+      );
+      lines.push(
+        ...(view ?? 'no answer')
+          .trim()
+          .split('\n')
+          .map((line) => `    ${line}`),
+      );
+      const log = await readFile(logFile(node), 'utf8').catch((error: unknown) => String(error));
+      lines.push(
+        '  log (last 25 lines):',
+        ...log
+          .trim()
+          .split('\n')
+          .slice(-25)
+          .map((line) => `    ${line}`),
+      );
+    }
+    return lines.join('\n');
+  };
   const waitUntil = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
     const deadline = Date.now() + ms;
     while (!(await check())) {
       if (Date.now() > deadline)
-        throw new Error(`the cluster did not reach: ${what} (${await states()})`);
+        throw new Error(
+          `the cluster did not reach: ${what} (${await states()})\n${await diagnose()}`,
+        );
       await sleep(50);
     }
   };
@@ -319,6 +357,7 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
         '100',
       ]);
     },
+    diagnose,
     stop,
   };
 }
