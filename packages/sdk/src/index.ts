@@ -132,3 +132,10 @@ export {
   maxRunIdLength,
   reservedRunIdPrefix,
 } from './run-id.js';
+export { runEvents } from './history/stored-history.js';
+export type {
+  EffectOutcomeStatus,
+  HistoryUsage,
+  RunEvent,
+  RunEventType,
+} from './history/run-events.js';

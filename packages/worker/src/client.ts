@@ -23,6 +23,7 @@ import {
   type SignalReceipt,
 } from '@cairn/sdk';
 import { signalSender, type SignalSender } from './client-signals.js';
+import { eventReader, type EventReader } from './client-watch.js';
 import { runInfo, type RunInfo } from './run-info.js';
 
 export type { RunInfo } from './run-info.js';
@@ -75,7 +76,7 @@ export interface ClientOptions {
 }
 
 /** Starts, signals, inspects, waits for, cancels and discards runs that workers perform. */
-export interface CairnClient extends SignalSender {
+export interface CairnClient extends SignalSender, EventReader {
   /** Enqueues a run of an agent or planner for a worker; starting the same run id twice returns the first. */
   start<Input>(
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -146,6 +147,7 @@ export function createClient(options: ClientOptions): CairnClient {
 
   return {
     ...signals,
+    ...eventReader(store, clock),
     async start(
       target: {
         kind: string;

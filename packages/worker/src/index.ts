@@ -14,6 +14,7 @@ export type {
   SignalOptions,
   SignalSender,
 } from './client-signals.js';
+export type { EventReader, EventsOptions, WatchOptions } from './client-watch.js';
 export type { WaitingFor } from './run-info.js';
 export { createWorker } from './worker.js';
 export type { Worker, WorkerOptions } from './worker.js';

@@ -1,0 +1,227 @@
+import type { JsonValue } from '../json.js';
+import type { RunStatus } from '../store/contract.js';
+import { isJsonObject, type HistoryUsage, type RunEvent } from './run-events.js';
+
+/**
+ * A run's history as its checkpoints carry it: compact records (one per attempt, unit, effect, signal batch,
+ * wait and end), each turned into one or two `RunEvent`s when read. Short keys, because every checkpoint
+ * carries the whole of it: an agent trip with one tool call costs about 300 bytes.
+ */
+export interface StoredHistory {
+  v: 1;
+  records: HistoryRecord[];
+  /** Records up to this seq were dropped to keep the history bounded. */
+  truncatedAt?: number;
+}
+
+/** `s`: seq, `at`: time; an effect's or unit's `e`/`end` are its settling seq and time. */
+export type HistoryRecord =
+  | { t: 'attempt'; s: number; at: number; ep: number; o: string; from?: string }
+  | {
+      t: 'abandoned';
+      s: number;
+      at: number;
+      ep: number;
+      o: string;
+      last: number;
+      how: 'crashed' | 'released';
+    }
+  | {
+      t: 'unit';
+      s: number;
+      at: number;
+      u: string;
+      l: string;
+      e?: number;
+      end?: number;
+      in?: number;
+      out?: number;
+    }
+  | {
+      t: 'effect';
+      s: number;
+      at: number;
+      id: string;
+      u?: string;
+      n: string;
+      k: string;
+      e?: number;
+      end?: number;
+      o?: 'ok' | 'error' | 'unknown';
+      c?: string;
+      b?: number;
+      in?: number;
+      out?: number;
+      ch?: string;
+    }
+  | { t: 'signals'; s: number; at: number; names: string[] }
+  | { t: 'waiting'; s: number; at: number; until: number | null; sig: string[] }
+  | { t: 'ended'; s: number; at: number; st: RunStatus; c?: string };
+
+const recordTypes = new Set([
+  'attempt',
+  'abandoned',
+  'unit',
+  'effect',
+  'signals',
+  'waiting',
+  'ended',
+]);
+
+/**
+ * The history a stored runtime snapshot carries, or undefined when it has none. History is what operators
+ * read, never what a run resumes from: a malformed one is not a reason to refuse the run, and reads as
+ * truncated (its records dropped) instead.
+ */
+export function parseStoredHistory(value: JsonValue | undefined): StoredHistory | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isJsonObject(value) || value.v !== 1 || !Array.isArray(value.records)) {
+    return { v: 1, records: [], truncatedAt: Number.MAX_SAFE_INTEGER };
+  }
+  const records: HistoryRecord[] = [];
+  let last = 0;
+  let malformed = false;
+  for (const record of value.records) {
+    const ok =
+      isJsonObject(record) &&
+      typeof record.t === 'string' &&
+      recordTypes.has(record.t) &&
+      typeof record.s === 'number' &&
+      Number.isSafeInteger(record.s) &&
+      record.s > last &&
+      typeof record.at === 'number';
+    if (!ok) {
+      malformed = true;
+      continue;
+    }
+    last = record.s as number;
+    records.push(record as unknown as HistoryRecord);
+  }
+  const truncatedAt =
+    typeof value.truncatedAt === 'number' && Number.isSafeInteger(value.truncatedAt)
+      ? value.truncatedAt
+      : undefined;
+  return {
+    v: 1,
+    records,
+    ...(malformed
+      ? { truncatedAt: Math.max(truncatedAt ?? 0, last) }
+      : truncatedAt === undefined
+        ? {}
+        : { truncatedAt }),
+  };
+}
+
+/** The events a history holds, in seq order, from after `after` (0: all of them). */
+export function historyEvents(history: StoredHistory | undefined, after = 0): RunEvent[] {
+  if (history === undefined) return [];
+  const events: RunEvent[] = [];
+  if (history.truncatedAt !== undefined && after < history.truncatedAt) {
+    events.push({ seq: history.truncatedAt, at: 0, type: 'history.truncated' });
+  }
+  for (const record of history.records)
+    for (const event of recordEvents(record)) events.push(event);
+  return events.filter((event) => event.seq > after).sort((a, b) => a.seq - b.seq);
+}
+
+function usageOf(record: { in?: number; out?: number }): { usage?: HistoryUsage } {
+  if (record.in === undefined && record.out === undefined) return {};
+  return { usage: { inputTokens: record.in ?? 0, outputTokens: record.out ?? 0 } };
+}
+
+function recordEvents(record: HistoryRecord): RunEvent[] {
+  const base = { seq: record.s, at: record.at };
+  switch (record.t) {
+    case 'attempt':
+      return [
+        {
+          ...base,
+          type: 'attempt.started',
+          epoch: record.ep,
+          owner: record.o,
+          takenFrom: record.from ?? null,
+        },
+      ];
+    case 'abandoned':
+      return [
+        {
+          ...base,
+          type: 'attempt.abandoned',
+          epoch: record.ep,
+          owner: record.o,
+          lastSeq: record.last,
+          how: record.how,
+        },
+      ];
+    case 'unit': {
+      const started: RunEvent = { ...base, type: 'unit.started', unit: record.u, label: record.l };
+      if (record.e === undefined || record.end === undefined) return [started];
+      return [
+        started,
+        {
+          seq: record.e,
+          at: record.end,
+          type: 'unit.settled',
+          unit: record.u,
+          label: record.l,
+          startedAt: record.at,
+          ms: record.end - record.at,
+          ...usageOf(record),
+        },
+      ];
+    }
+    case 'effect': {
+      const common = {
+        effectId: record.id,
+        unit: record.u ?? null,
+        name: record.n,
+        kind: record.k,
+      };
+      const started: RunEvent = { ...base, type: 'effect.started', ...common };
+      if (record.e === undefined || record.end === undefined || record.o === undefined)
+        return [started];
+      return [
+        started,
+        {
+          seq: record.e,
+          at: record.end,
+          type: 'effect.settled',
+          ...common,
+          outcome: record.o,
+          ...(record.c === undefined ? {} : { code: record.c }),
+          ms: record.end - record.at,
+          ...(record.b === undefined ? {} : { bytes: record.b }),
+          ...usageOf(record),
+          ...(record.ch === undefined ? {} : { childRunId: record.ch }),
+        },
+      ];
+    }
+    case 'signals':
+      return [{ ...base, type: 'signals', names: [...record.names] }];
+    case 'waiting':
+      return [{ ...base, type: 'waiting', until: record.until, signals: [...record.sig] }];
+    case 'ended':
+      return [
+        {
+          ...base,
+          type: 'ended',
+          status: record.st,
+          ...(record.c === undefined ? {} : { code: record.c }),
+        },
+      ];
+  }
+}
+
+/**
+ * The durable events of a run, from after `after`, as its last checkpoint holds them: what `cairn runs
+ * timeline` and `client.watch` read. A run not yet checkpointed by a definition has none.
+ */
+export function runEvents(record: { snapshot: JsonValue | null }, after = 0): RunEvent[] {
+  const snapshot = record.snapshot;
+  return historyEvents(
+    isJsonObject(snapshot ?? undefined)
+      ? parseStoredHistory((snapshot as { [key: string]: JsonValue }).history)
+      : undefined,
+    after,
+  );
+}
