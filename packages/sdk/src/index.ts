@@ -118,6 +118,12 @@ export type { Planner, PlannerConfig, PlannerResult } from './planner/define-pla
 export type { Capability, Executable } from './planner/capability.js';
 export type { Plan, PlanNode } from './planner/plan.js';
 export { planLimits } from './planner/plan-limits.js';
+export {
+  planView,
+  type PlanNodeState,
+  type PlanNodeView,
+  type PlanView,
+} from './planner/plan-view.js';
 export type {
   ChildReport,
   FrozenPlan,

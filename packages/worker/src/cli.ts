@@ -4,79 +4,13 @@
  * a store and definitions, runs `createWorker` on them until SIGTERM or SIGINT, hands its runs over, calls
  * the module's `close()` and exits 0.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { isCairnError, type DurableStore } from '@cairn/sdk';
 import { parseCli, usage, UsageError, type LogFormat } from './cli-options.js';
-import type { Runnable } from './definitions.js';
 import type { WorkerEvent } from './events.js';
+import { isModuleMissing, loadWorkerModule, type WorkerModule } from './load-module.js';
 import { startedByPackageManager, watchParent } from './parent-exit.js';
 import { createWorker } from './worker.js';
-
-/** What the user module provides. */
-interface WorkerModule {
-  store: DurableStore;
-  agents: Runnable[];
-  planners: Runnable[];
-  definitions: Runnable[];
-  close?: () => unknown;
-}
-
-async function loadModule(path: string): Promise<WorkerModule> {
-  const file = resolve(path);
-  if (!existsSync(file)) throw new UsageError(`No module at ${file}.`);
-  const imported = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-  let source: unknown = imported.default ?? imported;
-  if (typeof source === 'function') source = await (source as () => unknown)();
-  if (typeof source !== 'object' || source === null) {
-    throw new Error(`${path} exports no object of { store, agents, planners }.`);
-  }
-  // Named exports next to a default export object: the default's properties win.
-  const exports = { ...imported, ...(source as Record<string, unknown>) };
-  const store = exports.store as Partial<DurableStore> | undefined;
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.claimable !== 'function' ||
-    typeof store.acquire !== 'function'
-  ) {
-    throw new Error(
-      `${path} exports no store (a DurableStore such as pgStore(...) or memoryStore()).`,
-    );
-  }
-  const runnables = (key: 'agents' | 'planners' | 'definitions'): Runnable[] => {
-    const value = exports[key];
-    if (value === undefined) return [];
-    const list = Array.isArray(value)
-      ? (value as unknown[])
-      : typeof value === 'object' && value !== null
-        ? Object.values(value)
-        : [value];
-    for (const item of list) {
-      const runnable = item as Partial<Runnable> | null;
-      if (
-        typeof runnable?.kind !== 'string' ||
-        typeof runnable.name !== 'string' ||
-        typeof runnable.definition !== 'object'
-      ) {
-        throw new Error(`${path}: "${key}" holds something that is not an agent or a planner.`);
-      }
-    }
-    return list as Runnable[];
-  };
-  const loaded: WorkerModule = {
-    store: store as DurableStore,
-    agents: runnables('agents'),
-    planners: runnables('planners'),
-    definitions: runnables('definitions'),
-  };
-  if (loaded.agents.length + loaded.planners.length + loaded.definitions.length === 0) {
-    throw new Error(`${path} exports no agents, planners or definitions for the worker to run.`);
-  }
-  if (typeof exports.close === 'function') loaded.close = exports.close as () => unknown;
-  return loaded;
-}
 
 function logger(format: LogFormat): (event: WorkerEvent) => void {
   if (format === 'silent') return () => undefined;
@@ -127,10 +61,10 @@ async function main(): Promise<void> {
 
   let loaded: WorkerModule;
   try {
-    loaded = await loadModule(options.module);
+    loaded = await loadWorkerModule(options.module);
   } catch (error) {
     process.stderr.write(`cairn-worker: ${describe(error)}\n`);
-    process.exitCode = error instanceof UsageError ? 2 : 1;
+    process.exitCode = isModuleMissing(error) ? 2 : 1;
     process.off('SIGTERM', early).off('SIGINT', early);
     return;
   }

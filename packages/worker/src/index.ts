@@ -20,3 +20,5 @@ export { createWorker } from './worker.js';
 export type { Worker, WorkerOptions } from './worker.js';
 export type { Runnable } from './definitions.js';
 export type { WorkerEvent } from './events.js';
+export { isModuleMissing, loadWorkerModule } from './load-module.js';
+export type { LoadModuleOptions, WorkerModule } from './load-module.js';
