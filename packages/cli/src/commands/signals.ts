@@ -1,0 +1,88 @@
+/** `cairn runs signal`, `approve` and `reject`: a client's signals, sent to a run's mailbox. */
+import { CairnError, RunNotFoundError, type JsonValue, type SignalReceipt } from '@cairn/sdk';
+import type { CommandContext } from '../command-context.js';
+
+/** What a signal command prints of the store's receipt. */
+function printReceipt(
+  context: CommandContext,
+  what: string,
+  json: Record<string, JsonValue>,
+  receipt: SignalReceipt,
+): void {
+  if (context.json) {
+    context.printJson({ ...json, seq: receipt.seq, duplicate: receipt.duplicate });
+    return;
+  }
+  context.print(
+    receipt.duplicate
+      ? `${what}: already sent before (#${receipt.seq}); this one changed nothing.`
+      : `${what} (#${receipt.seq}).`,
+  );
+}
+
+export async function signalRun(
+  context: CommandContext,
+  command: { runId: string; signal: string; payload: JsonValue; key?: string },
+): Promise<number> {
+  const { runId, signal, payload, key } = command;
+  const receipt = await context.client.signal(runId, signal, payload, {
+    ...(key === undefined ? {} : { idempotencyKey: key }),
+  });
+  printReceipt(context, `Sent signal ${signal} to run ${runId}`, { runId, signal }, receipt);
+  return 0;
+}
+
+/**
+ * Approves a held tool call. Without `--args-hash` it approves the arguments the run shows it waits with,
+ * which is what an operator who just read `runs show` means; with it, the store refuses other arguments.
+ */
+export async function approveCall(
+  context: CommandContext,
+  command: { runId: string; callId: string; argsHash?: string },
+): Promise<number> {
+  const { runId, callId } = command;
+  const argsHash = command.argsHash ?? (await pendingCall(context, runId, callId)).argsHash;
+  const receipt = await context.client.approve(runId, callId, { argsHash, by: 'cairn cli' });
+  printReceipt(
+    context,
+    `Approved tool call ${callId} of run ${runId}`,
+    { runId, callId, decision: 'approved' },
+    receipt,
+  );
+  return 0;
+}
+
+export async function rejectCall(
+  context: CommandContext,
+  command: { runId: string; callId: string; reason?: string },
+): Promise<number> {
+  const { runId, callId, reason } = command;
+  const receipt = await context.client.reject(runId, callId, {
+    by: 'cairn cli',
+    ...(reason === undefined ? {} : { reason }),
+  });
+  printReceipt(
+    context,
+    `Rejected tool call ${callId} of run ${runId}`,
+    { runId, callId, decision: 'rejected' },
+    receipt,
+  );
+  return 0;
+}
+
+async function pendingCall(context: CommandContext, runId: string, callId: string) {
+  const info = await context.client.get(runId);
+  if (info === undefined) throw new RunNotFoundError(runId);
+  const approvals = info.waitingFor?.approvals ?? [];
+  const call = approvals.find((approval) => approval.callId === callId);
+  if (call === undefined) {
+    const waiting = approvals.map((approval) => approval.callId);
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `Run "${runId}" (${info.status}) waits for no decision on tool call "${callId}"` +
+        (waiting.length === 0 ? '.' : `; it waits on ${waiting.join(', ')}.`),
+      { data: { runId, callId, waitingOn: waiting } },
+    );
+  }
+  return call;
+}

@@ -1,0 +1,245 @@
+/**
+ * A run's history grouped as an operator reads it: attempts (one per lease holder), in each the trips or nodes
+ * it worked on, in each the effects with their outcomes. Pure: events in, a model out; the text and JSON of
+ * `runs timeline` are made from it.
+ */
+import type { EffectOutcomeStatus, HistoryUsage, RunEvent, RunStatus } from '@cairn/sdk';
+
+/** One effect as one attempt saw it. */
+export interface EffectView {
+  effectId: string;
+  name: string;
+  kind: string;
+  /** When this attempt saw it start; null when it started in an earlier attempt. */
+  startedAt: number | null;
+  /** Settled in this attempt. An effect an attempt started and never settled was in flight when it ended. */
+  settled: boolean;
+  outcome?: EffectOutcomeStatus;
+  code?: string;
+  ms?: number;
+  bytes?: number;
+  usage?: HistoryUsage;
+  childRunId?: string;
+}
+
+/** A trip (`trip-3`) or a node (`node/fetch`) as one attempt worked on it. */
+export interface UnitView {
+  unit: string;
+  label: string;
+  /** It started in an earlier attempt: this one carried it on. */
+  continued: boolean;
+  settled: boolean;
+  ms?: number;
+  usage?: HistoryUsage;
+  effects: EffectView[];
+}
+
+/** What an attempt did, in order. */
+export type AttemptItem =
+  | ({ type: 'unit' } & UnitView)
+  | ({ type: 'effect' } & EffectView)
+  | { type: 'signals'; at: number; names: string[] }
+  | { type: 'waiting'; at: number; until: number | null; signals: string[] };
+
+/** How an attempt ended: it crashed or gave the run up (as the next holder recorded), waited, or ended the run. */
+export type AttemptEnd =
+  | { how: 'crashed' | 'released'; lastSeq: number; by: string | null }
+  | { how: 'waiting'; until: number | null; signals: string[] }
+  | { how: 'ended'; status: RunStatus; code?: string };
+
+/** One holder's attempt at the run. */
+export interface AttemptView {
+  /** Null for events whose attempt's start was dropped from a bounded history. */
+  epoch: number | null;
+  owner: string | null;
+  /** The holder this attempt took the run from, when that one never gave it up. */
+  takenFrom: string | null;
+  startedAt: number | null;
+  items: AttemptItem[];
+  /** Null while the attempt goes on (or when nothing says how it ended). */
+  end: AttemptEnd | null;
+}
+
+/** The grouped history of one run. */
+export interface TimelineModel {
+  /** Events up to this seq were dropped from the bounded history. */
+  truncatedAt: number | null;
+  attempts: AttemptView[];
+  ended: { status: RunStatus; code?: string; at: number } | null;
+}
+
+/** Groups a run's events (oldest first, as `client.events` returns them). */
+export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
+  const model: TimelineModel = { truncatedAt: null, attempts: [], ended: null };
+  const current = (): AttemptView => {
+    const last = model.attempts.at(-1);
+    if (last !== undefined) return last;
+    const orphan: AttemptView = {
+      epoch: null,
+      owner: null,
+      takenFrom: null,
+      startedAt: null,
+      items: [],
+      end: null,
+    };
+    model.attempts.push(orphan);
+    return orphan;
+  };
+  const unitOf = (attempt: AttemptView, unit: string, label: string): UnitView => {
+    const found = attempt.items.find((item) => item.type === 'unit' && item.unit === unit);
+    if (found !== undefined) return found as UnitView;
+    const created: AttemptItem = {
+      type: 'unit',
+      unit,
+      label,
+      continued: true,
+      settled: false,
+      effects: [],
+    };
+    attempt.items.push(created);
+    return created;
+  };
+  const effectOf = (
+    event: Extract<RunEvent, { type: 'effect.started' | 'effect.settled' }>,
+  ): EffectView => {
+    const attempt = current();
+    const container =
+      event.unit === null ? undefined : unitOf(attempt, event.unit, unitLabel(event.unit)).effects;
+    const found =
+      container !== undefined
+        ? container.find((effect) => effect.effectId === event.effectId)
+        : (attempt.items.find(
+            (item) => item.type === 'effect' && item.effectId === event.effectId,
+          ) as EffectView | undefined);
+    if (found !== undefined) return found;
+    const view: EffectView = {
+      effectId: event.effectId,
+      name: event.name,
+      kind: event.kind,
+      startedAt: null,
+      settled: false,
+    };
+    if (container !== undefined) container.push(view);
+    else attempt.items.push({ type: 'effect', ...view });
+    // The attempt's list holds a copy when it is not in a unit: hand that one out.
+    return container !== undefined ? view : (attempt.items.at(-1) as EffectView);
+  };
+
+  for (const event of events) {
+    switch (event.type) {
+      case 'history.truncated':
+        model.truncatedAt = event.seq;
+        break;
+      case 'attempt.started':
+        model.attempts.push({
+          epoch: event.epoch,
+          owner: event.owner,
+          takenFrom: event.takenFrom,
+          startedAt: event.at,
+          items: [],
+          end: null,
+        });
+        break;
+      case 'attempt.abandoned': {
+        // Recorded by the attempt that came next, about the one it replaced.
+        const taker = model.attempts.at(-1);
+        const abandoned = model.attempts
+          .filter((attempt) => attempt.epoch === event.epoch && attempt !== taker)
+          .at(-1);
+        const end: AttemptEnd = {
+          how: event.how,
+          lastSeq: event.lastSeq,
+          by: taker?.owner ?? null,
+        };
+        if (abandoned !== undefined) abandoned.end = end;
+        break;
+      }
+      case 'unit.started': {
+        const unit = unitOf(current(), event.unit, event.label);
+        if (unit.effects.length === 0 && !unit.settled) unit.continued = false;
+        break;
+      }
+      case 'unit.settled': {
+        const unit = unitOf(current(), event.unit, event.label);
+        unit.settled = true;
+        if (event.ms !== undefined) unit.ms = event.ms;
+        if (event.usage !== undefined) unit.usage = event.usage;
+        break;
+      }
+      case 'effect.started':
+        effectOf(event).startedAt = event.at;
+        break;
+      case 'effect.settled': {
+        const effect = effectOf(event);
+        effect.settled = true;
+        if (event.outcome !== undefined) effect.outcome = event.outcome;
+        if (event.code !== undefined) effect.code = event.code;
+        if (event.ms !== undefined) effect.ms = event.ms;
+        if (event.bytes !== undefined) effect.bytes = event.bytes;
+        if (event.usage !== undefined) effect.usage = event.usage;
+        if (event.childRunId !== undefined) effect.childRunId = event.childRunId;
+        break;
+      }
+      case 'signals':
+        current().items.push({ type: 'signals', at: event.at, names: [...event.names] });
+        break;
+      case 'waiting': {
+        const attempt = current();
+        attempt.items.push({
+          type: 'waiting',
+          at: event.at,
+          until: event.until,
+          signals: [...event.signals],
+        });
+        attempt.end = { how: 'waiting', until: event.until, signals: [...event.signals] };
+        break;
+      }
+      case 'ended': {
+        const end = {
+          status: event.status,
+          ...(event.code === undefined ? {} : { code: event.code }),
+        };
+        model.ended = { ...end, at: event.at };
+        const attempt = model.attempts.at(-1);
+        // An attempt that already ended otherwise (it waited, it crashed) did not end the run itself.
+        if (attempt !== undefined && attempt.end === null) attempt.end = { how: 'ended', ...end };
+        break;
+      }
+    }
+  }
+  return model;
+}
+
+/** `trip-3` → `trip 3`, `node/fetch` → `node fetch`: the label a unit's own events would carry. */
+function unitLabel(unit: string): string {
+  return unit.replace(/^trip-/, 'trip ').replace(/^node\//, 'node ');
+}
+
+/** The child runs the timeline's effects name, in the order they ran. */
+export function childRunsOf(model: TimelineModel): string[] {
+  const ids: string[] = [];
+  for (const attempt of model.attempts) {
+    for (const item of attempt.items) {
+      const effects = item.type === 'unit' ? item.effects : item.type === 'effect' ? [item] : [];
+      for (const effect of effects) {
+        if (effect.childRunId !== undefined && !ids.includes(effect.childRunId))
+          ids.push(effect.childRunId);
+      }
+    }
+  }
+  return ids;
+}
+
+/** Everything `runs timeline` shows of a run; its `--json` form. */
+export interface RunTimeline extends TimelineModel {
+  runId: string;
+  kind: string;
+  name: string;
+  status: RunStatus;
+  /** The events the timeline was grouped from, as `client.events` returned them. */
+  events: RunEvent[];
+  /** A planner run's plan and each node's state; null for other runs or before the plan is frozen. */
+  plan: import('@cairn/sdk').PlanView | null;
+  /** The run's child runs, each with the plan node that ran it when known. */
+  children: Array<{ nodeId: string | null; timeline: RunTimeline }>;
+}

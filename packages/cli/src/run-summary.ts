@@ -1,0 +1,71 @@
+/** A run as `cairn` prints it for scripts (`--json`): the record's fields an operator acts on, not its checkpoint. */
+import type { JsonValue, RunStatus } from '@cairn/sdk';
+import type { RunInfo, WaitingFor } from '@cairn/worker';
+
+/** One run in `runs list --json`, and the head of `runs show --json`. Times are ms since the epoch. */
+export interface RunSummary {
+  runId: string;
+  kind: string;
+  name: string;
+  status: RunStatus;
+  /** The lease holder of the current or last lease, or null. */
+  owner: string | null;
+  /** A live worker holds the run now (its lease has not run out). */
+  held: boolean;
+  leaseUntil: number | null;
+  epoch: number;
+  recoveries: number;
+  cancelRequested: boolean;
+  parentRunId: string | null;
+  rootRunId: string | null;
+  createdAt: number;
+  updatedAt: number;
+  /** Why it failed, was cancelled or suspended. */
+  error: { code: string; message: string } | null;
+  /** What a waiting run waits for; null in every other status. */
+  waitingFor: WaitingFor | null;
+}
+
+/** The summary of a run a client read. */
+export function runSummary(info: RunInfo): RunSummary {
+  return {
+    runId: info.runId,
+    kind: info.kind,
+    name: info.name,
+    status: info.status,
+    owner: info.owner,
+    held: info.held,
+    leaseUntil: info.leaseUntil,
+    epoch: info.epoch,
+    recoveries: info.recoveries,
+    cancelRequested: info.cancelRequested,
+    parentRunId: info.parent?.runId ?? null,
+    rootRunId: info.rootRunId,
+    createdAt: info.createdAt,
+    updatedAt: info.updatedAt,
+    error: info.error === undefined ? null : { code: info.error.code, message: info.error.message },
+    waitingFor: info.waitingFor,
+  };
+}
+
+/**
+ * The input a run started from, as its checkpoint keeps it: an agent's prompt (`state.input`), a planner's
+ * goal (`state.goal`), or the input of a run started by name that no worker has begun (`start.input`).
+ */
+export function runInput(snapshot: JsonValue | null): JsonValue | undefined {
+  if (!isObject(snapshot)) return undefined;
+  if (isObject(snapshot.start) && 'input' in snapshot.start) return snapshot.start.input;
+  const state = snapshot.state;
+  if (!isObject(state)) return undefined;
+  if (typeof state.goal === 'string') return state.goal;
+  return state.input;
+}
+
+/** The step function's state a checkpoint holds, or undefined before the first one. */
+export function runState(snapshot: JsonValue | null): JsonValue | undefined {
+  return isObject(snapshot) ? snapshot.state : undefined;
+}
+
+function isObject(value: JsonValue | undefined | null): value is { [key: string]: JsonValue } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
