@@ -131,7 +131,7 @@ export function parseRuntimeSnapshot<State>(
   if (typeof stored.waitingSince === 'number' && Number.isFinite(stored.waitingSince)) {
     snapshot.waitingSince = stored.waitingSince;
   }
-  const history = parseStoredHistory(stored.history);
+  const history = parseStoredHistory(stored.history, journalSeq);
   if (history !== undefined) snapshot.history = history;
   return snapshot;
 }
