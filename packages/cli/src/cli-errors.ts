@@ -3,6 +3,7 @@
  * JSON object, on stderr.
  */
 import { isCairnError, type JsonObject } from '@cairn/sdk';
+import { isModuleMissing } from '@cairn/worker';
 
 /** The exit codes of `cairn`. */
 export const exitCodes = {
@@ -35,7 +36,8 @@ const refusals = new Set([
 
 /** The exit code a failure ends the command with. */
 export function exitCodeOf(error: unknown): number {
-  if (error instanceof UsageError) return exitCodes.usage;
+  // A --module path with no file is a command line that cannot be used, as cairn-worker has it.
+  if (error instanceof UsageError || isModuleMissing(error)) return exitCodes.usage;
   if (!isCairnError(error)) return exitCodes.failed;
   if (error.code === 'RUN_NOT_FOUND') return exitCodes.runNotFound;
   return refusals.has(error.code) ? exitCodes.refused : exitCodes.failed;

@@ -6,7 +6,7 @@ import { cancelRun, discardRun } from './commands/cancel-discard.js';
 import { listRuns } from './commands/list.js';
 import { resumeRun } from './commands/resume.js';
 import { showRun } from './commands/show.js';
-import { approveCall, rejectCall, signalRun } from './commands/signals.js';
+import { decideCall, signalRun } from './commands/signals.js';
 import { showTimeline } from './commands/timeline.js';
 import { watchRun } from './commands/watch.js';
 import type { CliIo, CommandContext } from './command-context.js';
@@ -69,32 +69,34 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   return code;
 }
 
-function perform(
-  context: CommandContext,
-  command: Exclude<Command, { name: 'help' | 'version' }>,
-): Promise<number> {
-  switch (command.name) {
-    case 'list':
-      return listRuns(context, command.query);
-    case 'show':
-      return showRun(context, command.runId);
-    case 'timeline':
-      return showTimeline(context, command.runId);
-    case 'watch':
-      return watchRun(context, command.runId, command.after);
-    case 'cancel':
-      return cancelRun(context, command.runId);
-    case 'discard':
-      return discardRun(context, command.runId);
-    case 'resume':
-      return resumeRun(context, command.runId);
-    case 'signal':
-      return signalRun(context, command);
-    case 'approve':
-      return approveCall(context, command);
-    case 'reject':
-      return rejectCall(context, command);
-  }
+/** The commands that work on a store. */
+type StoreCommand = Exclude<Command, { name: 'help' | 'version' }>;
+
+/** Each command's function, by name. */
+const handlers: {
+  [Name in StoreCommand['name']]: (
+    context: CommandContext,
+    command: Extract<StoreCommand, { name: Name }>,
+  ) => Promise<number>;
+} = {
+  list: listRuns,
+  show: showRun,
+  timeline: showTimeline,
+  watch: watchRun,
+  cancel: cancelRun,
+  discard: discardRun,
+  resume: resumeRun,
+  signal: signalRun,
+  approve: decideCall,
+  reject: decideCall,
+};
+
+function perform(context: CommandContext, command: StoreCommand): Promise<number> {
+  const handler = handlers[command.name] as (
+    context: CommandContext,
+    command: StoreCommand,
+  ) => Promise<number>;
+  return handler(context, command);
 }
 
 /** Reports `error` on stderr and returns its exit code; a usage error points at --help. */

@@ -63,18 +63,7 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Op
   ]);
   const sql = postgres(url, { max: 2, onnotice: () => undefined });
   const store = pgStore({ sql, ...(schema === undefined ? {} : { schema }) });
-  return {
-    store,
-    runnables: [],
-    source: 'postgres',
-    async close() {
-      try {
-        await store.close();
-      } finally {
-        await sql.end({ timeout: 5 });
-      }
-    },
-  };
+  return withDriver(store, 'postgres', () => sql.end({ timeout: 5 }));
 }
 
 async function openRedis(url: string, prefix: string | undefined): Promise<OpenedStore> {
@@ -86,15 +75,24 @@ async function openRedis(url: string, prefix: string | undefined): Promise<Opene
   // A connection error is the store's to report (STORE_UNAVAILABLE), not an unhandled 'error' event.
   client.on('error', () => undefined);
   const store = redisStore({ client, ...(prefix === undefined ? {} : { prefix }) });
+  return withDriver(store, 'redis', () => client.disconnect());
+}
+
+/** A store over a driver client this command made: closing ends the store's own connections, then the client. */
+function withDriver(
+  store: DurableStore & { close(): Promise<void> },
+  source: 'postgres' | 'redis',
+  end: () => unknown,
+): OpenedStore {
   return {
     store,
     runnables: [],
-    source: 'redis',
+    source,
     async close() {
       try {
         await store.close();
       } finally {
-        client.disconnect();
+        await end();
       }
     },
   };

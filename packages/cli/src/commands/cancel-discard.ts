@@ -6,11 +6,13 @@ import type { CommandContext } from '../command-context.js';
  * Cancels a run: at once when no live worker holds it, else its holder cancels it at its next heartbeat. A
  * run that already ended is refused with `RUN_ENDED`: nothing was cancelled, and a script should know.
  */
-export async function cancelRun(context: CommandContext, runId: string): Promise<number> {
-  const { client } = context;
-  const result = await client.cancel(runId);
+export async function cancelRun(
+  context: CommandContext,
+  { runId }: { runId: string },
+): Promise<number> {
+  const result = await context.client.cancel(runId);
   if (result === 'finished') {
-    const status = (await client.get(runId))?.status ?? 'deleted';
+    const status = (await context.client.get(runId))?.status ?? 'deleted';
     throw new CairnError(
       'RUN_ENDED',
       `Run "${runId}" already ended ${status}: nothing to cancel.`,
@@ -24,7 +26,7 @@ export async function cancelRun(context: CommandContext, runId: string): Promise
   } else if (result === 'cancelled') {
     context.print(`Cancelled run ${runId}.`);
   } else {
-    const owner = (await client.get(runId))?.owner ?? 'its holder';
+    const owner = (await context.client.get(runId))?.owner ?? 'its holder';
     context.print(
       `Cancel requested: run ${runId} is held by ${owner}, which cancels it at its next heartbeat.`,
     );
@@ -33,7 +35,10 @@ export async function cancelRun(context: CommandContext, runId: string): Promise
 }
 
 /** Deletes a run with its child runs; `LEASE_HELD` while a live worker holds it. */
-export async function discardRun(context: CommandContext, runId: string): Promise<number> {
+export async function discardRun(
+  context: CommandContext,
+  { runId }: { runId: string },
+): Promise<number> {
   const existed = await context.client.discard(runId);
   if (!existed) throw new RunNotFoundError(runId);
   if (context.json) context.printJson({ runId, discarded: true });

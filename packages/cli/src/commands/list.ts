@@ -5,7 +5,10 @@ import type { ListQuery } from '../parse-args.js';
 import { renderRunTable } from '../render/run-list.js';
 import { runSummary } from '../run-summary.js';
 
-export async function listRuns(context: CommandContext, query: ListQuery): Promise<number> {
+export async function listRuns(
+  context: CommandContext,
+  { query }: { query: ListQuery },
+): Promise<number> {
   const filter: RunFilter = {
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.kind === undefined ? {} : { kind: query.kind }),

@@ -33,7 +33,10 @@ export interface ResumeReport {
   error?: { code: string; message: string };
 }
 
-export async function resumeRun(context: CommandContext, runId: string): Promise<number> {
+export async function resumeRun(
+  context: CommandContext,
+  { runId }: { runId: string },
+): Promise<number> {
   const { client, opened } = context;
   const info = await client.get(runId);
   if (info === undefined) throw new RunNotFoundError(runId);
@@ -107,21 +110,21 @@ export async function resumeRun(context: CommandContext, runId: string): Promise
   }
 }
 
-/** Refuses a run this command must not continue: ended, a child, held by a live worker, or a wait not due. */
+/** Refuses a run this command must not continue: a child, ended, held by a live worker, or a wait not due. */
 async function refuseUnresumable(context: CommandContext, info: RunInfo): Promise<void> {
   const { runId } = info;
-  if (isTerminalStatus(info.status)) {
-    throw new CairnError(
-      'RUN_ENDED',
-      `Run "${runId}" already ended ${info.status}; a final status is never left. Start a new run instead.`,
-      { data: { runId, status: info.status } },
-    );
-  }
   if (info.rootRunId !== null) {
     throw new CairnError(
       'INVALID_ARGUMENT',
       `Run "${runId}" is a child run of "${info.rootRunId}": it is resumed with that run.`,
       { data: { runId, rootRunId: info.rootRunId } },
+    );
+  }
+  if (isTerminalStatus(info.status)) {
+    throw new CairnError(
+      'RUN_ENDED',
+      `Run "${runId}" already ended ${info.status}; a final status is never left. Start a new run instead.`,
+      { data: { runId, status: info.status } },
     );
   }
   if (info.held) {

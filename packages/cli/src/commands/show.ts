@@ -5,7 +5,10 @@ import { childRuns } from '../child-runs.js';
 import { renderRunDetail, type RunDetail } from '../render/run-detail.js';
 import { runInput, runSummary } from '../run-summary.js';
 
-export async function showRun(context: CommandContext, runId: string): Promise<number> {
+export async function showRun(
+  context: CommandContext,
+  { runId }: { runId: string },
+): Promise<number> {
   const { client } = context;
   const info = await client.get(runId);
   if (info === undefined) throw new RunNotFoundError(runId);

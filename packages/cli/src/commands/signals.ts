@@ -33,38 +33,37 @@ export async function signalRun(
 }
 
 /**
- * Approves a held tool call. Without `--args-hash` it approves the arguments the run shows it waits with,
- * which is what an operator who just read `runs show` means; with it, the store refuses other arguments.
+ * Approves or rejects a held tool call. An approval without `--args-hash` approves the arguments the run shows
+ * it waits with, which is what an operator who just read `runs show` means; with it, the store refuses other
+ * arguments. A rejection's reason is what the model reads as the call's result.
  */
-export async function approveCall(
+export async function decideCall(
   context: CommandContext,
-  command: { runId: string; callId: string; argsHash?: string },
-): Promise<number> {
-  const { runId, callId } = command;
-  const argsHash = command.argsHash ?? (await pendingCall(context, runId, callId)).argsHash;
-  const receipt = await context.client.approve(runId, callId, { argsHash, by: 'cairn cli' });
-  printReceipt(
-    context,
-    `Approved tool call ${callId} of run ${runId}`,
-    { runId, callId, decision: 'approved' },
-    receipt,
-  );
-  return 0;
-}
-
-export async function rejectCall(
-  context: CommandContext,
-  command: { runId: string; callId: string; reason?: string },
+  command: {
+    name: 'approve' | 'reject';
+    runId: string;
+    callId: string;
+    argsHash?: string;
+    reason?: string;
+  },
 ): Promise<number> {
   const { runId, callId, reason } = command;
-  const receipt = await context.client.reject(runId, callId, {
-    by: 'cairn cli',
-    ...(reason === undefined ? {} : { reason }),
-  });
+  const by = 'cairn cli';
+  const approved = command.name === 'approve';
+  const receipt = approved
+    ? await context.client.approve(runId, callId, {
+        argsHash: command.argsHash ?? (await pendingCall(context, runId, callId)).argsHash,
+        by,
+      })
+    : await context.client.reject(runId, callId, {
+        by,
+        ...(reason === undefined ? {} : { reason }),
+      });
+  const decision = approved ? 'approved' : 'rejected';
   printReceipt(
     context,
-    `Rejected tool call ${callId} of run ${runId}`,
-    { runId, callId, decision: 'rejected' },
+    `${approved ? 'Approved' : 'Rejected'} tool call ${callId} of run ${runId}`,
+    { runId, callId, decision },
     receipt,
   );
   return 0;

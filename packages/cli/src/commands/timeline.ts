@@ -35,7 +35,10 @@ export async function readTimeline(
   };
 }
 
-export async function showTimeline(context: CommandContext, runId: string): Promise<number> {
+export async function showTimeline(
+  context: CommandContext,
+  { runId }: { runId: string },
+): Promise<number> {
   const info = await context.client.get(runId);
   if (info === undefined) throw new RunNotFoundError(runId);
   const timeline = await readTimeline(context.client, info);

@@ -9,8 +9,7 @@ import { renderEventLine } from '../render/event-line.js';
  */
 export async function watchRun(
   context: CommandContext,
-  runId: string,
-  after: number,
+  { runId, after }: { runId: string; after: number },
 ): Promise<number> {
   const events = context.client.watch(runId, {
     after,

@@ -3,24 +3,21 @@
  * it worked on, in each the effects with their outcomes. Pure: events in, a model out; the text and JSON of
  * `runs timeline` are made from it.
  */
-import type { EffectOutcomeStatus, HistoryUsage, RunEvent, RunStatus } from '@cairn/sdk';
+import type { HistoryUsage, RunEvent, RunStatus } from '@cairn/sdk';
 
-/** One effect as one attempt saw it. */
-export interface EffectView {
-  effectId: string;
-  name: string;
-  kind: string;
+/** The events of an effect: their fields are what an effect view keeps of them. */
+type EffectEvent = Extract<RunEvent, { effectId: string }>;
+
+/** One effect as one attempt saw it: what its events said (`outcome` ... `childRunId` once it settled). */
+export type EffectView = Pick<
+  EffectEvent,
+  'effectId' | 'name' | 'kind' | 'outcome' | 'code' | 'ms' | 'bytes' | 'usage' | 'childRunId'
+> & {
   /** When this attempt saw it start; null when it started in an earlier attempt. */
   startedAt: number | null;
   /** Settled in this attempt. An effect an attempt started and never settled was in flight when it ended. */
   settled: boolean;
-  outcome?: EffectOutcomeStatus;
-  code?: string;
-  ms?: number;
-  bytes?: number;
-  usage?: HistoryUsage;
-  childRunId?: string;
-}
+};
 
 /** A trip (`trip-3`) or a node (`node/fetch`) as one attempt worked on it. */
 export interface UnitView {
@@ -99,9 +96,7 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
     attempt.items.push(created);
     return created;
   };
-  const effectOf = (
-    event: Extract<RunEvent, { type: 'effect.started' | 'effect.settled' }>,
-  ): EffectView => {
+  const effectOf = (event: EffectEvent): EffectView => {
     const attempt = current();
     const container =
       event.unit === null ? undefined : unitOf(attempt, event.unit, unitLabel(event.unit)).effects;
@@ -125,12 +120,21 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
     return container !== undefined ? view : (attempt.items.at(-1) as EffectView);
   };
 
+  let abandoned: AttemptView | undefined;
   for (const event of events) {
     switch (event.type) {
       case 'history.truncated':
         model.truncatedAt = event.seq;
         break;
       case 'attempt.started':
+        if (abandoned !== undefined && abandoned.end?.how !== 'ended') {
+          // The attempt that recorded the abandonment is this one: it took the run over.
+          abandoned.end = {
+            ...(abandoned.end as Extract<AttemptEnd, { by: string | null }>),
+            by: event.owner,
+          };
+        }
+        abandoned = undefined;
         model.attempts.push({
           epoch: event.epoch,
           owner: event.owner,
@@ -141,17 +145,10 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
         });
         break;
       case 'attempt.abandoned': {
-        // Recorded by the attempt that came next, about the one it replaced.
-        const taker = model.attempts.at(-1);
-        const abandoned = model.attempts
-          .filter((attempt) => attempt.epoch === event.epoch && attempt !== taker)
-          .at(-1);
-        const end: AttemptEnd = {
-          how: event.how,
-          lastSeq: event.lastSeq,
-          by: taker?.owner ?? null,
-        };
-        if (abandoned !== undefined) abandoned.end = end;
+        // Recorded by the next attempt just before its own start, about the attempt it replaced.
+        abandoned = model.attempts.filter((attempt) => attempt.epoch === event.epoch).at(-1);
+        if (abandoned !== undefined)
+          abandoned.end = { how: event.how, lastSeq: event.lastSeq, by: null };
         break;
       }
       case 'unit.started': {

@@ -1,0 +1,367 @@
+/**
+ * What a user of `cairn` sees, on a store seeded with every shape of run (`seedScenarios`): the same assertions
+ * for each store, each file bringing its store. The read-only commands run once, side by side, before the
+ * tests look at what they printed; the commands that change runs run in order after.
+ */
+import type { DurableStore } from '@cairn/sdk';
+import { createClient } from '@cairn/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedScenarios, travelAgent, type Scenarios } from './fixtures/scenarios.js';
+import { cairn, json, moduleFixture, type CairnResult } from './support.js';
+
+/** A seeded store, and the environment that points `cairn` at it. */
+export interface SuiteStore {
+  store: DurableStore;
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+interface Listed {
+  runs: Array<{ runId: string; status: string; kind: string; name: string; held: boolean }>;
+}
+
+export function describeCairnCommands(label: string, open: () => Promise<SuiteStore>): void {
+  describe(`cairn on ${label}`, () => {
+    let suite: SuiteStore;
+    let ids: Scenarios;
+    const read = new Map<string, CairnResult>();
+    const run = (args: string[]) => cairn(args, suite.env);
+    /** What a read-only command printed (they all ran in `beforeAll`). */
+    const printed = (args: string): CairnResult => {
+      const result = read.get(args);
+      if (result === undefined) throw new Error(`not run: ${args}`);
+      return result;
+    };
+
+    beforeAll(async () => {
+      suite = await open();
+      ids = await seedScenarios(suite.store, 'run');
+      const commands = [
+        'runs list',
+        'runs list --json',
+        'runs list --status completed,failed --json',
+        'runs list --name travel --json',
+        'runs list --kind planner --json',
+        'runs list --waiting',
+        'runs list --limit 2 --json',
+        `runs show ${ids.crashed}`,
+        `runs show ${ids.crashed} --json`,
+        `runs show ${ids.waiting}`,
+        `runs show ${ids.planner}`,
+        `runs timeline ${ids.crashed}`,
+        `runs timeline ${ids.crashed} --json`,
+        `runs timeline ${ids.planner}`,
+        `runs watch ${ids.completed} --json`,
+        `runs watch ${ids.completed}`,
+        'runs show no-such-run',
+        'runs timeline no-such-run --json',
+      ];
+      const results = await Promise.all(commands.map((command) => run(command.split(' '))));
+      for (const [at, command] of commands.entries()) read.set(command, results[at]!);
+    });
+    afterAll(async () => {
+      await suite?.close();
+    });
+
+    it('lists every run in a table, and as JSON', () => {
+      const table = printed('runs list');
+      expect(table.code).toBe(0);
+      expect(table.stdout.split('\n')[0]).toMatch(/^RUN\s+KIND\s+NAME\s+STATUS\s+HOLDER\s+UPDATED/);
+      for (const id of Object.values(ids)) expect(table.stdout).toContain(id);
+      expect(table.stdout).not.toContain('\u001b['); // not a terminal: no colour
+      const { runs } = json<Listed>(printed('runs list --json').stdout);
+      expect(runs.map((r) => r.runId).sort()).toEqual(Object.values(ids).sort());
+      expect(Object.keys(runs.find((r) => r.runId === ids.crashed)!).sort()).toEqual(
+        [
+          'cancelRequested',
+          'createdAt',
+          'epoch',
+          'error',
+          'held',
+          'kind',
+          'leaseUntil',
+          'name',
+          'owner',
+          'parentRunId',
+          'recoveries',
+          'rootRunId',
+          'runId',
+          'status',
+          'updatedAt',
+          'waitingFor',
+        ].sort(),
+      );
+    });
+
+    it('filters the list by status, name, kind, waiting, and limits it', () => {
+      const ofList = (args: string) =>
+        json<Listed>(printed(args).stdout)
+          .runs.map((r) => r.runId)
+          .sort();
+      expect(ofList('runs list --status completed,failed --json')).toEqual(
+        [ids.completed, ids.crashed, ids.planner, ids.child, ids.failed].sort(),
+      );
+      expect(ofList('runs list --name travel --json')).toEqual(
+        [ids.completed, ids.crashed, ids.waiting, ids.queued].sort(),
+      );
+      expect(ofList('runs list --kind planner --json')).toEqual([ids.planner]);
+      expect(json<Listed>(printed('runs list --limit 2 --json').stdout).runs).toHaveLength(2);
+      const waiting = printed('runs list --waiting').stdout;
+      expect(waiting).toContain(ids.waiting);
+      expect(waiting).toContain('approval of send_email (call email)');
+      expect(waiting).not.toContain(ids.queued);
+    });
+
+    it('shows the crashed run: its holder, epoch, recoveries, input and output', () => {
+      const { code, stdout } = printed(`runs show ${ids.crashed}`);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^status\s+completed$/m);
+      // It ended: its last holder gave the lease up.
+      expect(stdout).toMatch(/^holder\s+-$/m);
+      expect(stdout).toMatch(/^epoch\s+2$/m);
+      expect(stdout).toMatch(/^recoveries\s+1$/m);
+      expect(stdout).toMatch(/^input\s+Book PEK to SFO$/m);
+      expect(stdout).toMatch(/^output\s+Booked CA985 and emailed Ada\.$/m);
+      const detail = json<{ run: Record<string, unknown> }>(
+        printed(`runs show ${ids.crashed} --json`).stdout,
+      ).run;
+      expect(detail).toMatchObject({
+        runId: ids.crashed,
+        kind: 'agent',
+        name: 'travel',
+        status: 'completed',
+        owner: null,
+        held: false,
+        epoch: 2,
+        recoveries: 1,
+        input: 'Book PEK to SFO',
+        output: 'Booked CA985 and emailed Ada.',
+        children: [],
+        error: null,
+      });
+    });
+
+    it('shows what a waiting run waits for, and a planner its child run', () => {
+      const waiting = printed(`runs show ${ids.waiting}`).stdout;
+      expect(waiting).toMatch(/^status\s+waiting$/m);
+      expect(waiting).toMatch(
+        /^waits for\s+approval of send_email .*tool call email, args hash [0-9a-f]{64}/m,
+      );
+      const planner = printed(`runs show ${ids.planner}`).stdout;
+      expect(planner).toContain(`children    ${ids.child} (agent concierge, completed)`);
+      expect(planner).toMatch(/^input\s+Plan a Lisbon trip$/m);
+    });
+
+    it("shows the crashed run's timeline: two attempts, a takeover, book_flight's outcome unknown", () => {
+      const { code, stdout } = printed(`runs timeline ${ids.crashed}`);
+      expect(code).toBe(0);
+      const lines = stdout.trimEnd().split('\n');
+      const first = lines.findIndex((line) => /^attempt 1\s+epoch 1\s+worker-a/.test(line));
+      const second = lines.findIndex((line) =>
+        /^attempt 2\s+epoch 2\s+worker-b.*taken over from worker-a/.test(line),
+      );
+      expect(first).toBeGreaterThan(-1);
+      expect(second).toBeGreaterThan(first);
+      expect(lines.slice(first, second).join('\n')).toMatch(/crashed; taken over by worker-b/);
+      expect(lines.slice(second).join('\n')).toMatch(
+        /\? execute_tool book_flight\s+OUTCOME UNKNOWN/,
+      );
+      expect(lines.at(-1)).toBe('  ended completed');
+      const { timeline } = json<{
+        timeline: { attempts: Array<{ owner: string; takenFrom: string | null }> };
+      }>(printed(`runs timeline ${ids.crashed} --json`).stdout);
+      expect(timeline.attempts.map((a) => [a.owner, a.takenFrom])).toEqual([
+        ['worker-a', null],
+        ['worker-b', 'worker-a'],
+      ]);
+    });
+
+    it("shows the planner's plan as a DAG with node states, and its child run under the node", () => {
+      const { code, stdout } = printed(`runs timeline ${ids.planner}`);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/plan revision 0, executing, 3 nodes/);
+      expect(stdout).toMatch(/✓ weather\s+weather\s+completed/);
+      expect(stdout).toMatch(/✓ flights\s+flights\s+completed/);
+      // hotel depends on weather: one level deeper.
+      expect(stdout).toMatch(/ {4}✓ hotel\s+concierge\s+completed\s+after weather; child run/);
+      const lines = stdout.split('\n');
+      const node = lines.findIndex((line) => /^\s+node hotel/.test(line));
+      const child = lines.findIndex((line) =>
+        line.includes(`${ids.child}  agent concierge  completed`),
+      );
+      expect(node).toBeGreaterThan(-1);
+      expect(child).toBeGreaterThan(node);
+      expect(lines[child]).toMatch(/^ {6,}/);
+    });
+
+    it('watches a run that ended: every event once, JSON lines with seq, then exits 0', async () => {
+      const streamed = printed(`runs watch ${ids.completed} --json`);
+      expect(streamed.code).toBe(0);
+      const events = streamed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => json<{ seq: number; type: string }>(line));
+      expect(events[0]!.type).toBe('attempt.started');
+      expect(events.at(-1)!.type).toBe('ended');
+      const seqs = events.map((event) => event.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+      const text = printed(`runs watch ${ids.completed}`).stdout.trim().split('\n');
+      expect(text).toHaveLength(events.length);
+      expect(text.at(-1)).toMatch(/^#\d+ \d\d:\d\d:\d\d\.\d{3} ended completed$/);
+      const resumed = await run([
+        'runs',
+        'watch',
+        ids.completed,
+        '--json',
+        '--after',
+        String(seqs.at(-2)),
+      ]);
+      expect(
+        resumed.stdout
+          .trim()
+          .split('\n')
+          .map((line) => json(line)),
+      ).toEqual([events.at(-1)]);
+    });
+
+    it('says a run is not found with exit 3, as a line or as JSON', () => {
+      const text = printed('runs show no-such-run');
+      expect(text.code).toBe(3);
+      expect(text.stderr).toBe(
+        'error RUN_NOT_FOUND: No run with id "no-such-run" exists in the store.\n',
+      );
+      const asJson = printed('runs timeline no-such-run --json');
+      expect(asJson.code).toBe(3);
+      expect(json(asJson.stderr)).toEqual({
+        error: {
+          code: 'RUN_NOT_FOUND',
+          message: 'No run with id "no-such-run" exists in the store.',
+          data: { runId: 'no-such-run' },
+        },
+      });
+    });
+
+    it('signals, rejects an unknown call (exit 4), and approves the held call', async () => {
+      const sent = await run([
+        'runs',
+        'signal',
+        ids.waiting,
+        'nudge',
+        '--payload',
+        '{"n":1}',
+        '--key',
+        'k1',
+        '--json',
+      ]);
+      expect(sent.code).toBe(0);
+      expect(json(sent.stdout)).toMatchObject({
+        runId: ids.waiting,
+        signal: 'nudge',
+        duplicate: false,
+      });
+      const again = await run(['runs', 'signal', ids.waiting, 'nudge', '--key', 'k1']);
+      expect(again.stdout).toMatch(/already sent before/);
+      const ended = await run(['runs', 'signal', ids.completed, 'nudge']);
+      expect([ended.code, ended.stderr]).toEqual([4, expect.stringMatching(/^error RUN_ENDED: /)]);
+
+      const rejected = await run(['runs', 'reject', ids.waiting, 'no-such-call', '--reason', 'no']);
+      expect([rejected.code, rejected.stderr]).toEqual([
+        4,
+        expect.stringMatching(/^error INVALID_ARGUMENT: /),
+      ]);
+      const early = await run(['runs', 'resume', ids.waiting]);
+      expect([early.code, early.stderr]).toEqual([
+        4,
+        expect.stringMatching(/^error RUN_WAITING: .*approval of send_email \(call email\)/),
+      ]);
+      const approved = await run(['runs', 'approve', ids.waiting, 'email']);
+      expect(approved.code).toBe(0);
+      expect(approved.stdout).toMatch(`Approved tool call email of run ${ids.waiting}`);
+      // The wait is due now: no worker holds it, any worker with the definition continues it.
+      const resumed = await run(['runs', 'resume', ids.waiting, '--json']);
+      expect([resumed.code, json(resumed.stdout)]).toEqual([
+        0,
+        { runId: ids.waiting, outcome: 'claimable', status: 'waiting' },
+      ]);
+    });
+
+    it('resumes: refuses ended, child and held runs; performs a queued run with --module', async () => {
+      const ended = await run(['runs', 'resume', ids.completed]);
+      expect([ended.code, ended.stderr]).toEqual([4, expect.stringMatching(/^error RUN_ENDED: /)]);
+      const child = await run(['runs', 'resume', ids.child, '--json']);
+      expect(child.code).toBe(4);
+      expect(json<{ error: { code: string } }>(child.stderr).error.code).toBe('INVALID_ARGUMENT');
+
+      const claimable = await run(['runs', 'resume', ids.queued]);
+      expect(claimable.code).toBe(0);
+      expect(claimable.stdout).toMatch(
+        /is claimable: .*any worker with agent "travel" will claim it/,
+      );
+
+      const performed = await run([
+        'runs',
+        'resume',
+        ids.queued,
+        '--module',
+        moduleFixture,
+        '--json',
+      ]);
+      expect([performed.code, performed.stderr]).toEqual([0, '']);
+      expect(json(performed.stdout)).toEqual({
+        runId: ids.queued,
+        outcome: 'completed',
+        status: 'completed',
+        output: 'Booked CA985 and emailed Ada.',
+      });
+
+      const held = 'run-held';
+      const client = createClient({ store: suite.store });
+      await client.start(travelAgent(suite.store, 'x'), 'Hold me', { runId: held });
+      const lease = await suite.store.acquire(held, { owner: 'worker-live', ttlMs: 60_000 });
+      try {
+        const shown = await run(['runs', 'show', held]);
+        expect(shown.stdout).toMatch(/^holder\s+worker-live \(alive\)$/m);
+        expect(shown.stdout).toMatch(/^lease until\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
+        const refused = await run(['runs', 'resume', held]);
+        expect([refused.code, refused.stderr]).toEqual([
+          4,
+          expect.stringMatching(/^error LEASE_HELD: .*worker-live/),
+        ]);
+        const kept = await run(['runs', 'discard', held]);
+        expect([kept.code, kept.stderr]).toEqual([4, expect.stringMatching(/^error LEASE_HELD: /)]);
+        const requested = await run(['runs', 'cancel', held, '--json']);
+        expect([requested.code, json(requested.stdout)]).toEqual([
+          0,
+          { runId: held, cancel: 'requested' },
+        ]);
+      } finally {
+        await suite.store.release(lease!);
+      }
+    });
+
+    it('cancels and discards through the command, with their exit codes', async () => {
+      const client = createClient({ store: suite.store });
+      await client.start(travelAgent(suite.store, 'x'), 'Cancel me', { runId: 'run-to-cancel' });
+      const cancelled = await run(['runs', 'cancel', 'run-to-cancel']);
+      expect([cancelled.code, cancelled.stdout]).toEqual([0, 'Cancelled run run-to-cancel.\n']);
+      const again = await run(['runs', 'cancel', 'run-to-cancel']);
+      expect([again.code, again.stderr]).toEqual([
+        4,
+        expect.stringMatching(/^error RUN_ENDED: .*cancelled/),
+      ]);
+
+      const child = await run(['runs', 'discard', ids.child]);
+      expect([child.code, child.stderr]).toEqual([
+        4,
+        expect.stringMatching(/^error INVALID_ARGUMENT: /),
+      ]);
+      const discarded = await run(['runs', 'discard', ids.failed, '--json']);
+      expect([discarded.code, json(discarded.stdout)]).toEqual([
+        0,
+        { runId: ids.failed, discarded: true },
+      ]);
+      const gone = await run(['runs', 'discard', ids.failed]);
+      expect(gone.code).toBe(3);
+    });
+  });
+}
