@@ -7,7 +7,7 @@ import type { DurableStore } from '@cairn/sdk';
 import { createClient } from '@cairn/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedScenarios, travelAgent, type Scenarios } from './fixtures/scenarios.js';
-import { cairn, json, moduleFixture, type CairnResult } from './support.js';
+import { cairn, json, moduleFixture, startCairn, type CairnResult } from './support.js';
 
 /** A seeded store, and the environment that points `cairn` at it. */
 export interface SuiteStore {
@@ -222,6 +222,21 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
           .split('\n')
           .map((line) => json(line)),
       ).toEqual([events.at(-1)]);
+    });
+
+    it('watches a waiting run until Ctrl-C, then exits 130', async () => {
+      const watching = startCairn(['runs', 'watch', ids.waiting, '--json'], suite.env);
+      await expect
+        .poll(() => watching.stdout, { timeout: 20_000, interval: 100 })
+        .toMatch(/"type":"waiting"/);
+      watching.kill('SIGINT');
+      const { code, stdout } = await watching.exited;
+      expect(code).toBe(130);
+      const events = stdout
+        .trim()
+        .split('\n')
+        .map((line) => json<{ type: string }>(line));
+      expect(events.at(-1)!.type).toBe('waiting');
     });
 
     it('says a run is not found with exit 3, as a line or as JSON', () => {
