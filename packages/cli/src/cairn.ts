@@ -3,13 +3,13 @@
 import { exitCodes } from './cli-errors.js';
 import { runCli } from './run-cli.js';
 
-// The first Ctrl-C stops the command (a watch ends, connections close, exit 130); a second one, or a command
-// that does not stop within a second, exits at once.
+// The first Ctrl-C stops the command: a watch ends, a resume hands its run over once the effects in flight are
+// written, connections close, exit 130. A second one, or a command still going 10 s later, exits at once.
 const interrupt = new AbortController();
 process.on('SIGINT', () => {
   if (interrupt.signal.aborted) process.exit(exitCodes.interrupted);
   interrupt.abort();
-  setTimeout(() => process.exit(exitCodes.interrupted), 1_000).unref();
+  setTimeout(() => process.exit(exitCodes.interrupted), 10_000).unref();
 });
 
 process.exitCode = await runCli(process.argv.slice(2), {

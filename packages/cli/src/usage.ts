@@ -17,7 +17,8 @@ Commands:
   runs discard <runId>                deletes it with its child runs (refused while a live worker holds it)
   runs resume <runId>                 continues a run that has not ended and that no live worker holds:
                                       with --module exporting its definition, performs it here to its end
-                                      or next wait; without, says that any worker with it will claim it
+                                      or next wait (Ctrl-C hands it over); without, says that any worker
+                                      with it will claim it
   runs signal <runId> <name> [--payload json] [--key idempotencyKey]
                                       puts a signal in its mailbox
   runs approve <runId> <toolCallId> [--args-hash h]
@@ -47,5 +48,5 @@ Exit codes:
   3    no run with that id
   4    refused: held by a live worker (LEASE_HELD), already ended (RUN_ENDED), a child run or an argument
        the store does not take (INVALID_ARGUMENT), a wait not due (RUN_WAITING), drift
-  130  watch stopped by Ctrl-C
+  130  stopped by Ctrl-C: a watch ends; a resume hands its run over (claimable at once)
 Errors print one line on stderr: error CODE: message`;

@@ -354,6 +354,41 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       }
     });
 
+    it('hands a run it performs over on Ctrl-C: exit 130, the call in flight written, the run claimable', async () => {
+      const client = createClient({ store: suite.store });
+      await client.start({ kind: 'agent', name: 'slow' }, 'Rest', { runId: 'run-slow' });
+      const napStarted = async () =>
+        (await suite.store.load('run-slow'))?.journal.some(
+          (entry) => entry.type === 'started' && entry.effectId.includes('nap'),
+        ) === true;
+      const resuming = startCairn(
+        ['runs', 'resume', 'run-slow', '--module', moduleFixture, '--json'],
+        suite.env,
+      );
+      // Interrupted while its tool call is in flight: the journal has its start.
+      await expect
+        .poll(napStarted, {
+          timeout: 20_000,
+          interval: 50,
+        })
+        .toBe(true);
+      resuming.kill('SIGINT');
+      const { code, stdout } = await resuming.exited;
+      expect([code, json(stdout)]).toEqual([
+        130,
+        { runId: 'run-slow', outcome: 'released', status: 'running' },
+      ]);
+      const after = await client.get('run-slow');
+      expect(after).toMatchObject({
+        held: false,
+        status: expect.not.stringMatching(/cancelled|failed/),
+      });
+      const events = await client.events('run-slow');
+      expect(
+        events.filter((event) => event.type === 'effect.settled' && event.name.includes('nap')),
+      ).toMatchObject([{ outcome: 'ok' }]);
+    });
+
     it('cancels and discards through the command, with their exit codes', async () => {
       const client = createClient({ store: suite.store });
       await client.start(travelAgent(suite.store, 'x'), 'Cancel me', { runId: 'run-to-cancel' });

@@ -7,14 +7,19 @@
 import { hostname } from 'node:os';
 import {
   CairnError,
-  createRunner,
+  cairnTracer,
+  defaultStoreRetry,
+  isCairnError,
   isTerminalStatus,
   isWaitDue,
   RunNotFoundError,
+  runDurable,
   RunWaitingError,
+  systemClock,
   type JsonValue,
 } from '@cairn/sdk';
 import type { RunInfo } from '@cairn/worker';
+import { exitCodes } from '../cli-errors.js';
 import type { CommandContext } from '../command-context.js';
 import { formatTime, formatValue } from '../render/format.js';
 import { describeWait } from '../render/run-list.js';
@@ -23,11 +28,19 @@ import { describeWait } from '../render/run-list.js';
 export interface ResumeReport {
   runId: string;
   /**
-   * `claimable`: no definition here, a worker will claim it. Otherwise how the run stands after this process
-   * performed it: `completed`, `failed`, `cancelled`, `dead_lettered`, or `waiting` at its next wait.
+   * `claimable`: no definition here, a worker will claim it. `released`: Ctrl-C handed it over before it ended
+   * (exit 130). Otherwise how the run stands after this process performed it: `completed`, `failed`,
+   * `cancelled`, `dead_lettered`, `suspended`, or `waiting` at its next wait.
    */
   outcome:
-    'claimable' | 'completed' | 'failed' | 'cancelled' | 'dead_lettered' | 'waiting' | 'suspended';
+    | 'released'
+    | 'claimable'
+    | 'completed'
+    | 'failed'
+    | 'cancelled'
+    | 'dead_lettered'
+    | 'waiting'
+    | 'suspended';
   status: string;
   output?: JsonValue;
   error?: { code: string; message: string };
@@ -57,20 +70,23 @@ export async function resumeRun(
     return 0;
   }
 
-  const runner = createRunner(
-    runnable.definition,
-    {
-      ...runnable.durable,
-      store: opened.store,
-      owner: `cairn-cli:${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`,
-    },
-    runnable.tracerProvider,
-  );
+  const durable = runnable.durable;
   try {
-    const result = await runner.resume(
+    // As a worker performs a run (runDurable), so that Ctrl-C hands it over (released, claimable at once)
+    // instead of cancelling it, which is what aborting a runner's `signal` would do.
+    const result = await runDurable(runnable.definition, {
+      store: opened.store,
       runId,
-      context.signal === undefined ? {} : { signal: context.signal },
-    );
+      mode: 'resume',
+      force: false,
+      clock: systemClock,
+      owner: `cairn-cli:${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`,
+      leaseMs: durable?.leaseMs ?? 30_000,
+      storeRetry: { ...defaultStoreRetry, ...durable?.storeRetry },
+      deleteOnComplete: durable?.deleteOnComplete ?? false,
+      tracer: cairnTracer(runnable.tracerProvider),
+      ...(context.signal === undefined ? {} : { handOverSignal: context.signal }),
+    });
     const output = (result.output ?? null) as JsonValue;
     report(
       context,
@@ -79,6 +95,15 @@ export async function resumeRun(
     );
     return 0;
   } catch (error) {
+    if (isCairnError(error) && error.code === 'RUN_RELEASED') {
+      report(
+        context,
+        { runId, outcome: 'released', status: 'running' },
+        () =>
+          `Interrupted: run ${runId} was handed over; any worker with ${info.kind} "${info.name}" will claim it.`,
+      );
+      return exitCodes.interrupted;
+    }
     if (error instanceof RunWaitingError) {
       const now = await client.get(runId);
       report(
