@@ -63,11 +63,10 @@ describe.each(['postgres', 'redis'] as const)('watching a run on %s', (name) => 
       takenFrom: 'doomed',
     });
     // The call in flight at the kill is reported unknown, never run again; the run then completes.
-    const settled = afterReconnect.filter((event) => event.type === 'effect.settled');
-    expect(settled.find((event) => event.effectId === 'trip-1/tool/hop-2')).toMatchObject({
-      outcome: 'unknown',
-      name: 'execute_tool relay',
-    });
+    const hop2 = afterReconnect.find(
+      (event) => event.type === 'effect.settled' && event.effectId === 'trip-1/tool/hop-2',
+    );
+    expect(hop2).toMatchObject({ outcome: 'unknown', name: 'execute_tool relay' });
     expect(afterReconnect.at(-1)).toMatchObject({ type: 'ended', status: 'completed' });
     expect(await client.result(runId)).toBe('relayed three times');
   });
