@@ -121,12 +121,15 @@ export async function runUnderLease<State, Input, Output>(
       clock,
       definition.telemetry,
     );
-    const lease = currentLease();
-    history.attemptStarted({
-      epoch: attempt.epoch,
-      owner: lease.owner,
-      takenFrom: lease.takenFrom ?? null,
-    });
+    history.attemptStarted(
+      {
+        epoch: attempt.epoch,
+        owner: currentLease().owner,
+        takenFrom:
+          holding.type === 'own' ? (holding.keeper.lease.takenFrom ?? null) : holding.takenFrom,
+      },
+      loaded.run.status,
+    );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
     const signals = new SignalCursor(store, attempt, clock, options.storeRetry);
     // Signals reach a root run only: a child's mailbox is its root's.
