@@ -162,7 +162,9 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       );
       expect(first).toBeGreaterThan(-1);
       expect(second).toBeGreaterThan(first);
-      expect(lines.slice(first, second).join('\n')).toMatch(/crashed; taken over by worker-b/);
+      expect(lines.slice(first, second).join('\n')).toMatch(
+        /stopped without ending the run \(crashed, or lost its lease\); taken over by worker-b/,
+      );
       expect(lines.slice(second).join('\n')).toMatch(
         /\? execute_tool book_flight\s+OUTCOME UNKNOWN/,
       );

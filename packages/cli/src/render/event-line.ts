@@ -1,5 +1,5 @@
 /** One event of a run's history on one line, as `runs watch` prints them while they arrive. */
-import type { EffectOutcomeStatus, HistoryUsage, RunEvent } from '@cairn/sdk';
+import type { AbandonedHow, EffectOutcomeStatus, HistoryUsage, RunEvent } from '@cairn/sdk';
 import { formatClock, formatDuration, formatTime, formatUsage } from './format.js';
 import { statusPaint } from './run-list.js';
 import type { Style } from './style.js';
@@ -37,6 +37,12 @@ export function settledDetails(event: {
   return parts.join(', ');
 }
 
+const abandoned: Record<AbandonedHow, string> = {
+  taken_over: 'was taken over (it crashed, or lost its lease)',
+  handed_over: 'handed the run over',
+  suspended: 'suspended the run (its store kept failing)',
+};
+
 /** What the event says, without its seq and time. */
 export function describeEvent(event: RunEvent, style: Style): string {
   switch (event.type) {
@@ -47,7 +53,7 @@ export function describeEvent(event: RunEvent, style: Style): string {
       );
     case 'attempt.abandoned':
       return style.warn(
-        `attempt epoch ${event.epoch} by ${event.owner} ${event.how === 'crashed' ? 'crashed' : 'released the run'}; what it did after #${event.lastSeq} is superseded`,
+        `attempt epoch ${event.epoch} by ${event.owner} ${abandoned[event.how]}; what it did after #${event.lastSeq} is superseded`,
       );
     case 'unit.started':
       return `${event.label} started`;

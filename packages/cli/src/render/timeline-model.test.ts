@@ -25,7 +25,7 @@ const crashed: RunEvent[] = [
     epoch: 1,
     owner: 'worker-a',
     lastSeq: 3,
-    how: 'crashed',
+    how: 'taken_over',
   },
   {
     seq: 5,
@@ -76,7 +76,7 @@ describe('buildTimeline', () => {
   it('ends the crashed attempt with who took over, and settles the call unknown in the next one', () => {
     const model = buildTimeline(crashed);
     expect(model.attempts.map((attempt) => [attempt.owner, attempt.end])).toEqual([
-      ['worker-a', { how: 'crashed', lastSeq: 3, by: 'worker-b' }],
+      ['worker-a', { how: 'taken_over', lastSeq: 3, by: 'worker-b' }],
       ['worker-b', { how: 'ended', status: 'completed' }],
     ]);
     const [first, second] = model.attempts;
@@ -107,7 +107,7 @@ describe('buildTimeline', () => {
         'attempt 1  epoch 1  worker-a  1970-01-01 00:00:01',
         '  trip 0  not settled in this attempt',
         '    … execute_tool book  started; no outcome in this attempt',
-        '  ✗ crashed; taken over by worker-b (what it did after #3 is superseded)',
+        '  ✗ stopped without ending the run (crashed, or lost its lease); taken over by worker-b (what it did after #3 is superseded)',
         'attempt 2  epoch 2  worker-b  1970-01-01 00:00:01  taken over from worker-a',
         '  trip 0 (continued)  101 ms  5 in / 2 out',
         '    ? execute_tool book  OUTCOME UNKNOWN OUTCOME_UNKNOWN  99 ms',

@@ -3,7 +3,7 @@
  * it worked on, in each the effects with their outcomes. Pure: events in, a model out; the text and JSON of
  * `runs timeline` are made from it.
  */
-import type { HistoryUsage, RunEvent, RunStatus } from '@cairn/sdk';
+import type { AbandonedHow, HistoryUsage, RunEvent, RunStatus } from '@cairn/sdk';
 
 /** The events of an effect: their fields are what an effect view keeps of them. */
 type EffectEvent = Extract<RunEvent, { effectId: string }>;
@@ -38,9 +38,12 @@ export type AttemptItem =
   | { type: 'signals'; at: number; names: string[] }
   | { type: 'waiting'; at: number; until: number | null; signals: string[] };
 
-/** How an attempt ended: it crashed or gave the run up (as the next holder recorded), waited, or ended the run. */
+/**
+ * How an attempt ended: abandoned (taken over, handed over or suspended, as the next holder recorded; `by` is
+ * that holder), waiting, or ending the run.
+ */
 export type AttemptEnd =
-  | { how: 'crashed' | 'released'; lastSeq: number; by: string | null }
+  | { how: AbandonedHow; lastSeq: number; by: string | null }
   | { how: 'waiting'; until: number | null; signals: string[] }
   | { how: 'ended'; status: RunStatus; code?: string };
 

@@ -1,4 +1,5 @@
 /** `runs timeline` as text: attempts as sections, their trips or nodes, effects with outcomes, child runs indented. */
+import type { AbandonedHow } from '@cairn/sdk';
 import { describeOutcome, settledDetails } from './event-line.js';
 import { formatDuration, formatTime, formatUsage } from './format.js';
 import { indent, renderPlan } from './plan-dag.js';
@@ -115,12 +116,20 @@ function effectLine(effect: EffectView, attempt: AttemptView, style: Style): str
   return `${mark} ${effect.name}  ${describeOutcome(effect, style)}${details === '' ? '' : `  ${style.faint(details)}`}`;
 }
 
+/** How an abandoned attempt stopped, in the words of its end line. */
+const abandonedHow: Record<AbandonedHow, string> = {
+  taken_over: '✗ stopped without ending the run (crashed, or lost its lease)',
+  handed_over: '⇥ handed the run over (its worker shut down)',
+  suspended: '⏸ suspended (its store kept failing)',
+};
+
 function attemptEnd(end: AttemptEnd, style: Style): string {
   switch (end.how) {
-    case 'crashed':
-    case 'released':
+    case 'taken_over':
+    case 'handed_over':
+    case 'suspended':
       return style.warn(
-        `${end.how === 'crashed' ? '✗ crashed' : '⇥ released the run'}${end.by === null ? '' : `; taken over by ${end.by}`} (what it did after #${end.lastSeq} is superseded)`,
+        `${abandonedHow[end.how]}${end.by === null ? '' : `; ${end.how === 'taken_over' ? 'taken over' : 'continued'} by ${end.by}`} (what it did after #${end.lastSeq} is superseded)`,
       );
     case 'waiting':
       return style.warn(
