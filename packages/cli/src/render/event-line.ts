@@ -37,7 +37,7 @@ export function settledDetails(event: {
   return parts.join(', ');
 }
 
-const abandoned: Record<AbandonedHow, string> = {
+const abandoned: Partial<Record<AbandonedHow, string>> = {
   taken_over: 'was taken over (it crashed, or lost its lease)',
   handed_over: 'handed the run over',
   suspended: 'suspended the run (its store kept failing)',
@@ -53,7 +53,7 @@ export function describeEvent(event: RunEvent, style: Style): string {
       );
     case 'attempt.abandoned':
       return style.warn(
-        `attempt epoch ${event.epoch} by ${event.owner} ${abandoned[event.how]}; what it did after #${event.lastSeq} is superseded`,
+        `attempt epoch ${event.epoch} by ${event.owner} ${abandoned[event.how] ?? String(event.how)}; what it did after #${event.lastSeq} is superseded`,
       );
     case 'unit.started':
       return `${event.label} started`;

@@ -129,6 +129,17 @@ describe('buildTimeline', () => {
     expect(text).toContain('  ⏸ waiting for go');
   });
 
+  it('shows the word of a history written before the abandonments had their names', () => {
+    const older = crashed.map((event) =>
+      event.type === 'attempt.abandoned'
+        ? ({ ...event, how: 'crashed' } as unknown as RunEvent)
+        : event,
+    );
+    expect(renderTimeline(timeline(older), plainStyle)).toContain(
+      '  ✗ stopped (crashed); continued by worker-b (what it did after #3 is superseded)',
+    );
+  });
+
   it('shows an effect of a live attempt as in flight', () => {
     const text = renderTimeline(timeline(crashed.slice(0, 3)), plainStyle);
     expect(text).toContain('… execute_tool book  in flight');

@@ -116,26 +116,29 @@ function effectLine(effect: EffectView, attempt: AttemptView, style: Style): str
   return `${mark} ${effect.name}  ${describeOutcome(effect, style)}${details === '' ? '' : `  ${style.faint(details)}`}`;
 }
 
-/** How an abandoned attempt stopped, in the words of its end line. */
-const abandonedHow: Record<AbandonedHow, string> = {
+/**
+ * How an abandoned attempt stopped, in the words of its end line; history a version before these words wrote
+ * (`crashed`, `released`) shows its own word.
+ */
+const abandonedHow: Partial<Record<AbandonedHow, string>> = {
   taken_over: '✗ stopped without ending the run (crashed, or lost its lease)',
   handed_over: '⇥ handed the run over (its worker shut down)',
   suspended: '⏸ suspended (its store kept failing)',
 };
 
 function attemptEnd(end: AttemptEnd, style: Style): string {
-  switch (end.how) {
-    case 'taken_over':
-    case 'handed_over':
-    case 'suspended':
-      return style.warn(
-        `${abandonedHow[end.how]}${end.by === null ? '' : `; ${end.how === 'taken_over' ? 'taken over' : 'continued'} by ${end.by}`} (what it did after #${end.lastSeq} is superseded)`,
-      );
-    case 'waiting':
-      return style.warn(
-        `⏸ waiting${end.signals.length === 0 ? '' : ` for ${end.signals.join(', ')}`}${end.until === null ? '' : ` until ${formatTime(end.until)}`}`,
-      );
-    case 'ended':
-      return `${style.strong('ended')} ${statusPaint(end.status, style)(end.status)}${end.code === undefined ? '' : ` ${end.code}`}`;
+  if (end.how === 'waiting') {
+    return style.warn(
+      `⏸ waiting${end.signals.length === 0 ? '' : ` for ${end.signals.join(', ')}`}${end.until === null ? '' : ` until ${formatTime(end.until)}`}`,
+    );
   }
+  if (end.how === 'ended') {
+    return `${style.strong('ended')} ${statusPaint(end.status, style)(end.status)}${end.code === undefined ? '' : ` ${end.code}`}`;
+  }
+  const how = abandonedHow[end.how] ?? `✗ stopped (${String(end.how)})`;
+  const next =
+    end.by === null
+      ? ''
+      : `; ${end.how === 'taken_over' ? 'taken over' : 'continued'} by ${end.by}`;
+  return style.warn(`${how}${next} (what it did after #${end.lastSeq} is superseded)`);
 }
