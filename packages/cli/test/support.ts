@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import type { DurableStore } from '@cairn/sdk';
 
 // `cairn` run from its source, as `node dist/cairn.js` runs it once built; tsx as a loader (not its CLI, whose
 // grandchild process would not get the test's signals).
@@ -75,4 +76,11 @@ export function json<T = Record<string, unknown>>(text: string): T {
   } catch {
     throw new Error(`not JSON: ${text}`);
   }
+}
+
+/** A seeded store, and the environment that points `cairn` at it. */
+export interface SuiteStore {
+  store: DurableStore;
+  env: Record<string, string>;
+  close(): Promise<void>;
 }
