@@ -69,14 +69,18 @@ const recordTypes = new Set([
 ]);
 
 /**
- * The history a stored runtime snapshot carries, or undefined when it has none. History is what operators
+ * The history a stored runtime snapshot carries, or undefined when it has none; `upTo` is the snapshot's
+ * `journalSeq`, above which no record of it can be. History is what operators
  * read, never what a run resumes from: a malformed one is not a reason to refuse the run, and reads as
  * truncated (its records dropped) instead.
  */
-export function parseStoredHistory(value: JsonValue | undefined): StoredHistory | undefined {
+export function parseStoredHistory(
+  value: JsonValue | undefined,
+  upTo: number,
+): StoredHistory | undefined {
   if (value === undefined || value === null) return undefined;
   if (!isJsonObject(value) || value.v !== 1 || !Array.isArray(value.records)) {
-    return { v: 1, records: [], truncatedAt: Number.MAX_SAFE_INTEGER };
+    return { v: 1, records: [], truncatedAt: upTo };
   }
   const records: HistoryRecord[] = [];
   let last = 0;
@@ -105,7 +109,7 @@ export function parseStoredHistory(value: JsonValue | undefined): StoredHistory 
     v: 1,
     records,
     ...(malformed
-      ? { truncatedAt: Math.max(truncatedAt ?? 0, last) }
+      ? { truncatedAt: Math.max(truncatedAt ?? 0, last, upTo) }
       : truncatedAt === undefined
         ? {}
         : { truncatedAt }),
@@ -217,11 +221,8 @@ function recordEvents(record: HistoryRecord): RunEvent[] {
  * timeline` and `client.watch` read. A run not yet checkpointed by a definition has none.
  */
 export function runEvents(record: { snapshot: JsonValue | null }, after = 0): RunEvent[] {
-  const snapshot = record.snapshot;
-  return historyEvents(
-    isJsonObject(snapshot ?? undefined)
-      ? parseStoredHistory((snapshot as { [key: string]: JsonValue }).history)
-      : undefined,
-    after,
-  );
+  const snapshot = record.snapshot ?? undefined;
+  if (!isJsonObject(snapshot)) return [];
+  const upTo = typeof snapshot.journalSeq === 'number' ? snapshot.journalSeq : 0;
+  return historyEvents(parseStoredHistory(snapshot.history, upTo), after);
 }

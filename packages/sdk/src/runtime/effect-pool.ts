@@ -19,6 +19,7 @@ import type {
   PerformCommand,
   StepEvent,
 } from './step-function.js';
+import type { HistoryRecorder } from './history-recorder.js';
 import { recordError, type AttemptTracing } from './tracing.js';
 
 /** Starts a child run under the current attempt's lease, its run span below `parent`. */
@@ -58,6 +59,7 @@ export class EffectPool<State, Input, Output> {
     private readonly writer: RunWriter,
     private readonly clock: Clock,
     private readonly tracing: AttemptTracing,
+    private readonly history: HistoryRecorder,
     private readonly launchChild: ChildLauncher,
   ) {}
 
@@ -92,10 +94,12 @@ export class EffectPool<State, Input, Output> {
       const marks = this.writer.marksOf(command.id);
       if (marks.settled !== undefined) {
         const { outcome, at, seq } = marks.settled;
+        this.history.effectSettled(command, outcome, at, marks.started?.at);
         this.ready.push({ command, outcome, at, seq });
       } else if (!command.idempotent && (marks.started ?? this.formerMark(command)) !== undefined) {
         const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
         this.tracing.reportUnknown(command);
+        this.history.effectSettled(command, entry.outcome, entry.at, marks.started?.at);
         this.ready.push({ command, outcome: entry.outcome, at: entry.at, seq: entry.seq });
       } else {
         toPerform.push(command);
@@ -154,6 +158,7 @@ export class EffectPool<State, Input, Output> {
     try {
       const outcome = await this.perform(command, state);
       const entry = this.writer.recordSettled(command.id, outcome);
+      this.history.effectSettled(command, outcome, entry.at);
       // While others still run, a non-idempotent outcome is written at once. The last one to settle is
       // handed straight to the step: the checkpoint right after records it (one write less per trip), or
       // the next `start` writes it before anything else begins.
@@ -170,6 +175,7 @@ export class EffectPool<State, Input, Output> {
   }
 
   private async perform(command: PerformCommand, state: State): Promise<EffectOutcome> {
+    this.history.effectStarted(command);
     const { span, context } = this.tracing.startEffect(command);
     try {
       const outcome = await this.performTries(command, state, span, context);

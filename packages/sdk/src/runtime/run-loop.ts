@@ -27,6 +27,7 @@ import type {
   StepResult,
   WaitCommand,
 } from './step-function.js';
+import { HistoryRecorder, type HistoryEnd } from './history-recorder.js';
 import { AttemptTracing, traceOrigin } from './tracing.js';
 
 export async function runUnderLease<State, Input, Output>(
@@ -113,6 +114,19 @@ export async function runUnderLease<State, Input, Output>(
     const origin = snapshot.trace ?? traceOrigin(runSpan);
     if (origin !== undefined) snapshot.trace = origin;
     writer = new RunWriter(store, attempt, clock, options.storeRetry, journal, snapshot.journalSeq);
+    const seqs = writer;
+    const history = new HistoryRecorder(
+      snapshot.history,
+      () => seqs.nextSeq(),
+      clock,
+      definition.telemetry,
+    );
+    const lease = currentLease();
+    history.attemptStarted({
+      epoch: attempt.epoch,
+      owner: lease.owner,
+      takenFrom: lease.takenFrom ?? null,
+    });
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
     const signals = new SignalCursor(store, attempt, clock, options.storeRetry);
     // Signals reach a root run only: a child's mailbox is its root's.
@@ -121,7 +135,7 @@ export async function runUnderLease<State, Input, Output>(
     // nobody signals never reads its mailbox between trips.
     let mayHaveMail = true;
 
-    pool = new EffectPool(definition, attempt, writer, clock, tracing, launchChild);
+    pool = new EffectPool(definition, attempt, writer, clock, tracing, history, launchChild);
     let result: StepResult<State>;
     // A run woken from a wait is stored `waiting` until its first checkpoint: written before any effect starts.
     let checkpointFirst = loaded.run.status === 'waiting';
@@ -141,6 +155,7 @@ export async function runUnderLease<State, Input, Output>(
         result = stepOf(definition, snapshot.state, { type: 'start', now });
       } else {
         signals.handOver(mailbox);
+        history.signals(mailbox.map((signal) => signal.name));
         result = stepOf(definition, snapshot.state, wokenEvent(wait, mailbox, now));
       }
     } else if (snapshot.pending === null) {
@@ -158,6 +173,7 @@ export async function runUnderLease<State, Input, Output>(
       const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
       const handOver = (unseen: RunSignal[]): StepResult<State> => {
         signals.handOver(unseen);
+        history.signals(unseen.map((signal) => signal.name));
         tracing.signalsArrived(unseen);
         return stepOf(definition, state, { type: 'signals', now: clock.now(), signals: unseen });
       };
@@ -177,7 +193,14 @@ export async function runUnderLease<State, Input, Output>(
       // The snapshot and the journal seq it accounts for are taken together, right before it is written:
       // marks recorded after that (while it is on its way) stay in the journal. The store serializes it;
       // nothing changes the state while the checkpoint is on its way (the loop waits for it).
-      const runtimeSnapshot = (pending: PerformCommand[], waitingSince?: number) => {
+      // History first: its records take seqs the snapshot's journalSeq must account for.
+      const runtimeSnapshot = (
+        pending: PerformCommand[],
+        last?: HistoryEnd,
+        waitingSince?: number,
+      ) => {
+        history.unitsSettled(pending);
+        const stored = history.stored(last);
         const carried = writer!.entriesOf(pending.map((command) => command.id));
         const journalSeq = writer!.lastSeq;
         const taken = storableView({
@@ -188,6 +211,7 @@ export async function runUnderLease<State, Input, Output>(
           ...(carried.length === 0 ? {} : { carried }),
           ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
           ...(waitingSince === undefined ? {} : { waitingSince }),
+          history: stored,
         }) as unknown as JsonValue;
         return { snapshot: taken, journalSeq };
       };
@@ -201,7 +225,7 @@ export async function runUnderLease<State, Input, Output>(
         const receipt = await writer.checkpoint({
           status: 'completed',
           signature: definition.signature,
-          ...runtimeSnapshot([]),
+          ...runtimeSnapshot([], { status: 'completed' }),
           ...signals.consumption(),
           output,
           release: holding.type === 'own',
@@ -235,7 +259,7 @@ export async function runUnderLease<State, Input, Output>(
         await writer.checkpoint({
           status: 'failed',
           signature: definition.signature,
-          ...runtimeSnapshot([]),
+          ...runtimeSnapshot([], { status: 'failed', code: end.error.code }),
           ...signals.consumption(),
           error: storableJson(end.error),
           release: holding.type === 'own',
@@ -275,13 +299,14 @@ export async function runUnderLease<State, Input, Output>(
         const now = clock.now();
         if (isWaitDue(wait, unseen, now)) {
           signals.handOver(unseen);
+          history.signals(unseen.map((signal) => signal.name));
           result = stepOf(definition, state, wokenEvent(wait, unseen, now));
           continue;
         }
         await writer.checkpoint({
           status: 'waiting',
           signature: definition.signature,
-          ...runtimeSnapshot([], now),
+          ...runtimeSnapshot([], { wait }, now),
           ...signals.consumption(),
           wait,
           release: true,

@@ -84,6 +84,11 @@ export class RunWriter {
     return this.seq;
   }
 
+  /** Hands out the next seq without a journal mark: a history record's, ordered among the marks. */
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
   marksOf(effectId: string): EffectMarks {
     return this.marks.get(effectId) ?? {};
   }

@@ -1,4 +1,5 @@
 import { CairnError, snapshotInvalidError } from '../errors.js';
+import { parseStoredHistory, type StoredHistory } from '../history/stored-history.js';
 import { storableJson, type JsonValue } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
 import type { PerformCommand } from './step-function.js';
@@ -22,6 +23,8 @@ export interface RuntimeSnapshot<State = JsonValue> {
   trace?: StoredTraceContext;
   /** For a waiting run: when the wait began, on the runtime's clock (the start of its `cairn.wait` span). */
   waitingSince?: number;
+  /** What happened to the run so far, bounded: attempts, units, effects, waits (`runEvents` reads it). */
+  history?: StoredHistory;
 }
 
 /**
@@ -128,6 +131,8 @@ export function parseRuntimeSnapshot<State>(
   if (typeof stored.waitingSince === 'number' && Number.isFinite(stored.waitingSince)) {
     snapshot.waitingSince = stored.waitingSince;
   }
+  const history = parseStoredHistory(stored.history, journalSeq);
+  if (history !== undefined) snapshot.history = history;
   return snapshot;
 }
 
