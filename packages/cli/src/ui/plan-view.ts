@@ -24,6 +24,8 @@ export interface PlanView {
   /** 0 for the first plan, one more per replan; null while no plan is frozen yet. */
   revision: number | null;
   replans: number;
+  /** The planner's usage: its planning calls and its child runs, each counted once. */
+  usage: { inputTokens: number; outputTokens: number } | null;
   nodes: PlanNodeView[];
 }
 
@@ -101,7 +103,12 @@ export function planView(runId: string, snapshot: JsonValue | null): PlanView | 
     }
     return view;
   });
-  return { phase, revision, replans, nodes: views };
+  const usage = object(state.usage);
+  const tokens =
+    typeof usage?.inputTokens === 'number' && typeof usage.outputTokens === 'number'
+      ? { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }
+      : null;
+  return { phase, revision, replans, usage: tokens, nodes: views };
 }
 
 /**

@@ -7,7 +7,11 @@
  * Each lane has its own time axis, from its first event to its last: attempts are separated by lease waits
  * (seconds) while trips take milliseconds, so one axis for the run would squash every bar to a line. Something
  * started in one attempt and settled in a later one (a tool call in flight at a crash) stays in the lane where
- * it started, cut at that lane's end, and says which attempt settled it.
+ * it started, cut at that lane's end, and says that a later attempt settled it.
+ *
+ * An attempt that was taken over lost nothing the history shows: the history is written with checkpoints, and
+ * the attempt that takes over re-records what the journal kept. So `attempt.abandoned`'s `lastSeq` is shown
+ * (what was lost came after it), and no event is dropped for it.
  */
 export const timelineScript = String.raw`
 function buildTimeline(events) {
@@ -15,29 +19,42 @@ function buildTimeline(events) {
   var units = {};
   var effects = {};
 
-  function lane() {
+  // The lane of an event: the attempt it comes after, or an earlier one when it happened before that attempt
+  // began. A new attempt re-records what the crashed one had journaled (its model answer, the tool call it
+  // started), with the crashed attempt's times: that work belongs in the crashed attempt's lane.
+  function laneAt(at) {
     if (model.lanes.length === 0) {
       // History truncated before the first attempt it kept: its events still need a lane.
-      model.lanes.push(newLane({ epoch: null, owner: null, takenFrom: null, at: events[0].at, seq: 0 }));
+      model.lanes.push(newLane({ epoch: null, owner: null, takenFrom: null, at: at, seq: 0 }));
     }
-    return model.lanes[model.lanes.length - 1];
+    for (var index = model.lanes.length - 1; index > 0; index -= 1) {
+      if (model.lanes[index].startedAt <= at) return model.lanes[index];
+    }
+    return model.lanes[0];
   }
   function touch(target, at) {
     if (at < target.start) target.start = at;
     if (at > target.end) target.end = at;
   }
+  function addUsage(usage) {
+    if (!usage) return;
+    model.usage = model.usage || { inputTokens: 0, outputTokens: 0 };
+    model.usage.inputTokens += usage.inputTokens;
+    model.usage.outputTokens += usage.outputTokens;
+  }
   function rowFor(key, label, at, seq) {
-    var current = lane();
+    var target = laneAt(at);
+    touch(target, at);
     var row = { key: key, label: label, start: at, end: null, ms: null, usage: null, seq: seq,
-      lane: current, settledIn: null, effects: [] };
-    current.rows.push(row);
+      lane: target, settledIn: null, effects: [] };
+    target.rows.push(row);
     if (key !== null) units[key] = row;
     return row;
   }
   function planningRow(at, seq) {
-    var current = lane();
-    if (!current.planning) current.planning = rowFor(null, 'planning', at, seq);
-    return current.planning;
+    var target = laneAt(at);
+    if (!target.planning) target.planning = rowFor(null, 'planning', at, seq);
+    return target.planning;
   }
 
   events.forEach(function (event) {
@@ -47,42 +64,30 @@ function buildTimeline(events) {
       return;
     }
     if (event.type === 'attempt.abandoned') {
-      var gone = model.lanes.filter(function (l) { return l.epoch === event.epoch; })[0] || lane();
-      gone.abandoned = { how: event.how, lastSeq: event.lastSeq, by: null };
-      // What the abandoned attempt showed after its last durable event is superseded.
-      gone.rows = gone.rows.filter(function (row) { return row.seq <= event.lastSeq; });
-      gone.rows.forEach(function (row) {
-        row.effects = row.effects.filter(function (effect) { return effect.seq <= event.lastSeq; });
-      });
+      var gone = model.lanes.filter(function (l) { return l.epoch === event.epoch; })[0] || laneAt(event.at);
+      gone.abandoned = { how: event.how, lastSeq: event.lastSeq };
       return;
     }
-    var current = lane();
+    var current = laneAt(event.at);
     touch(current, event.at);
     if (event.type === 'unit.started') {
       rowFor(event.unit, event.label, event.at, event.seq);
     } else if (event.type === 'unit.settled') {
       var row = units[event.unit];
-      if (!row) {
-        row = rowFor(event.unit, event.label, event.startedAt !== undefined ? event.startedAt : event.at, event.seq);
-        touch(current, row.start);
-      }
+      if (!row) row = rowFor(event.unit, event.label, event.startedAt !== undefined ? event.startedAt : event.at, event.seq);
       row.end = event.at;
       row.ms = event.ms !== undefined ? event.ms : event.at - row.start;
       row.usage = event.usage || null;
       if (row.lane !== current) row.settledIn = current;
-      if (event.usage) {
-        model.usage = model.usage || { inputTokens: 0, outputTokens: 0 };
-        model.usage.inputTokens += event.usage.inputTokens;
-        model.usage.outputTokens += event.usage.outputTokens;
-      }
+      addUsage(event.usage);
     } else if (event.type === 'effect.started' || event.type === 'effect.settled') {
       var effect = event.type === 'effect.started' ? null : effects[event.effectId];
       if (!effect) {
-        var owner = event.unit === null ? planningRow(event.at, event.seq)
-          : units[event.unit] || rowFor(event.unit, event.unit, event.at, event.seq);
         var start = event.type === 'effect.started' || event.ms === undefined ? event.at : event.at - event.ms;
+        var owner = event.unit === null ? planningRow(start, event.seq)
+          : units[event.unit] || rowFor(event.unit, event.unit, start, event.seq);
         effect = { id: event.effectId, name: event.name, kind: event.kind, start: start, end: null,
-          seq: event.seq, outcome: null, lane: current, settledIn: null };
+          seq: event.seq, outcome: null, lane: owner.lane, settledIn: null };
         owner.effects.push(effect);
         effects[event.effectId] = effect;
       }
@@ -95,6 +100,8 @@ function buildTimeline(events) {
         effect.usage = event.usage;
         effect.childRunId = event.childRunId;
         if (effect.lane !== current) effect.settledIn = current;
+        // A unit's usage counts its effects'; a planning call belongs to no unit.
+        if (event.unit === null) addUsage(event.usage);
       }
     } else if (event.type === 'signals') {
       current.marks.push(fmtTime(event.at) + ' signals: ' + event.names.join(', '));
@@ -107,12 +114,19 @@ function buildTimeline(events) {
       current.marks.push(fmtTime(event.at) + ' ended ' + event.status + (event.code ? ' (' + event.code + ')' : ''));
     }
   });
+  // A planning row is its planning calls: it has no unit events of its own.
+  model.lanes.forEach(function (target) {
+    var row = target.planning;
+    if (!row || row.effects.some(function (effect) { return effect.end === null; })) return;
+    row.end = Math.max.apply(null, row.effects.map(function (effect) { return effect.end; }));
+    row.ms = row.end - row.start;
+  });
   return model;
 }
 
 function newLane(event) {
-  return { epoch: event.epoch, owner: event.owner, takenFrom: event.takenFrom, start: event.at, end: event.at,
-    seq: event.seq, abandoned: null, rows: [], marks: [], planning: null };
+  return { epoch: event.epoch, owner: event.owner, takenFrom: event.takenFrom, startedAt: event.at,
+    start: event.at, end: event.at, seq: event.seq, abandoned: null, rows: [], marks: [], planning: null };
 }
 
 function renderTimeline(model, run) {
@@ -140,7 +154,7 @@ function transition(before, after, index) {
       (before.abandoned ? ' (' + before.abandoned.how + ')' : '')
     : 'handover: ' + after.owner + ' resumed the run' + (before.owner ? ' after ' + before.owner : '');
   if (gap > 0) text += ', ' + fmtMs(gap) + ' later';
-  if (before.abandoned) text += '; attempt ' + index + ' is lost after event #' + before.abandoned.lastSeq;
+  if (before.abandoned) text += '; attempt ' + index + "'s last checkpointed event was #" + before.abandoned.lastSeq;
   return el('div', { class: 'takeover' + (crashed ? '' : ' handover'), 'data-kind': crashed ? 'takeover' : 'handover',
     text: text });
 }

@@ -1,0 +1,10 @@
+import { chromium } from 'playwright-core';
+const [url, out, width] = process.argv.slice(2);
+const b = await chromium.launch({ executablePath: '/usr/bin/chromium' });
+const p = await b.newPage({ viewport: { width: Number(width || 1100), height: 800 } });
+p.on('console', (m) => console.log('console:', m.text()));
+p.on('pageerror', (e) => console.log('pageerror:', e.message));
+await p.goto(url);
+await p.waitForTimeout(1500);
+await p.screenshot({ path: out, fullPage: true });
+await b.close();
