@@ -6,6 +6,7 @@ import { countingSql } from '../counting-sql.js';
 import { countingStore } from '../counting-store.js';
 import { dropSchema, freshSchema, migrateSchema } from '../pg-setup.js';
 import type { Row } from '../report.js';
+import type { JsonValue } from '@cairn/sdk';
 import { figure, repeat } from '../stats.js';
 
 interface GrowthRep {
@@ -18,6 +19,15 @@ interface GrowthRep {
   finalSnapshot: number;
   /** What rewriting the whole snapshot at every checkpoint writes: the sum of every checkpoint's snapshot. */
   rewriteAll: number;
+  /** JSON of the run's history in its final snapshot, per trip it still records. */
+  historyPerTrip: number;
+}
+
+/** The history's JSON bytes per trip it holds (it is bounded: a long run's oldest trips are dropped). */
+function historyBytesPerTrip(snapshot: JsonValue | null | undefined): number {
+  const history = (snapshot as { history?: { records?: Array<{ t?: string }> } } | null)?.history;
+  const trips = history?.records?.filter((record) => record.t === 'unit').length ?? 0;
+  return trips === 0 ? Number.NaN : JSON.stringify(history).length / trips;
 }
 
 async function walLsn(sql: postgres.Sql): Promise<string> {
@@ -62,6 +72,7 @@ export async function growthRow(ctx: BenchContext): Promise<Row> {
           },
         });
         const after = await walLsn(ctx.admin);
+        const stored = await pg.load(runId);
         const [row] = await ctx.admin.unsafe<Array<{ bytes: string }>>(
           'SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes',
           [after, before],
@@ -73,6 +84,7 @@ export async function growthRow(ctx: BenchContext): Promise<Row> {
           walBytes: Number(row!.bytes),
           finalSnapshot: counted.counts.lastSnapshotBytes.get(runId) ?? Number.NaN,
           rewriteAll: snapshots.reduce((sum, size) => sum + size, 0),
+          historyPerTrip: historyBytesPerTrip(stored?.run.snapshot),
         };
       } finally {
         await close();
@@ -94,6 +106,12 @@ export async function growthRow(ctx: BenchContext): Promise<Row> {
           label: 'WAL bytes per trip',
           unit: 'B',
           figure: figure(results.map((r) => r.walBytes / n)),
+        },
+        {
+          key: 'history_bytes_per_trip',
+          label: "history bytes per trip (in the run's checkpoint; no write of its own)",
+          unit: 'B',
+          figure: figure(results.map((r) => r.historyPerTrip)),
         },
         {
           key: 'final_snapshot_bytes',

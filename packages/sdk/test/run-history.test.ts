@@ -4,6 +4,7 @@ import {
   memoryStore,
   runEvents,
   type AgentResult,
+  type Clock,
   type DurableStore,
   type RunEvent,
 } from '@cairn/sdk';
@@ -34,7 +35,7 @@ const script: ScriptedTurn[] = [
   { text: 'done', usage: { inputTokens: 17, outputTokens: 7 } },
 ];
 
-function shop(store: DurableStore, clock = createFakeClock(), owner?: string) {
+function shop(store: DurableStore, clock: Clock = createFakeClock(), owner?: string) {
   const sideEffects: Record<string, number> = {};
   const model = scriptedModel(script);
   const tool = (name: string, idempotent: boolean) =>
@@ -109,12 +110,12 @@ describe("a run's history", () => {
       ...['unit.started', 'effect.started', 'effect.settled', 'unit.settled'],
       'ended',
     ]);
-    const tools = events.filter(
-      (event) => event.type === 'effect.settled' && event.kind === 'tool',
+    const tools = events.flatMap((event) =>
+      event.type === 'effect.settled' && event.kind === 'tool'
+        ? [[event.effectId, event.outcome]]
+        : [],
     );
-    expect(
-      tools.map((event) => [event.effectId, event.type === 'effect.settled' && event.outcome]),
-    ).toEqual([
+    expect(tools).toEqual([
       ['trip-0/tool/lookup-1', 'ok'],
       ['trip-0/tool/charge-1', 'ok'],
       ['trip-1/tool/charge-2', 'ok'],
