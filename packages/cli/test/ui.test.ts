@@ -282,7 +282,9 @@ describe.skipIf(!haveChromium && process.env.CI === undefined)('the page in Chro
     await openRun('ui-live');
     await page.locator('#live-status.live').waitFor();
     expect(await page.locator('.lane').count()).toBe(0);
-    await page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
+    await page.evaluate(
+      () => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true),
+    );
 
     const running = agent.resume('ui-live');
     try {
