@@ -29,7 +29,7 @@ export interface ServeUiOptions {
 export interface UiServer {
   /** Where the page is, e.g. `http://127.0.0.1:4321/`. */
   url: string;
-  /** Ends every open watch and stops the server. */
+  /** Ends every open watch and stops the server; calling it again waits for the same close. */
   close(): Promise<void>;
 }
 
@@ -181,14 +181,16 @@ export async function serveUi(options: ServeUiOptions): Promise<UiServer> {
   });
   const { port } = server.address() as AddressInfo;
   const shownHost = host.includes(':') ? `[${host}]` : host;
+  // Closing twice (a signal handler and a `finally`) waits for the one close.
+  let closed: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${port}/`,
     close: () =>
-      new Promise<void>((resolve, reject) => {
+      (closed ??= new Promise<void>((resolve, reject) => {
         closing.abort();
         server.close((error) => (error === undefined ? resolve() : reject(error)));
         // Keep-alive sockets of finished requests would hold `close` open until they time out.
         server.closeIdleConnections();
-      }),
+      })),
   };
 }

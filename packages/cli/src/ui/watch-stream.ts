@@ -36,6 +36,8 @@ export async function streamWatch(
     'Cache-Control': 'no-store',
     // A reverse proxy (nginx) in front of the page must not hold events back in its buffer.
     'X-Accel-Buffering': 'no',
+    // The connection ends with the stream: kept alive, it would hold up `close()` for the keep-alive timeout.
+    Connection: 'close',
   });
   // Reconnect after a second, not the browser's default of three.
   response.write('retry: 1000\n\n');
