@@ -68,6 +68,14 @@ await describeUiOnStores('cairn_cli_ui_api', (fixture) => {
       expect(planners.runs.map((run: { runId: string }) => run.runId)).toEqual([
         fixture().ids.planner,
       ]);
+
+      // The store lists oldest first: a limit keeps the first runs seeded, and says it was reached.
+      const two = JSON.parse((await get('/api/runs?limit=2')).body);
+      expect(two.limit).toBe(2);
+      expect(two.runs.map((run: { runId: string }) => run.runId)).toEqual([
+        fixture().ids.completed,
+        fixture().ids.crashed,
+      ]);
     });
 
     it('answers 404 with the error code for an unknown run, 400 for bad input', async () => {

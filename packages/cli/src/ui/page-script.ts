@@ -55,7 +55,8 @@ function showList(view, token) {
     getJson('/api/runs?' + query.toString()).then(function (answer) {
       if (current.token !== token) return;
       renderRows(body, answer.runs);
-      count.textContent = answer.runs.length + ' run' + (answer.runs.length === 1 ? '' : 's');
+      count.textContent = answer.runs.length + ' run' + (answer.runs.length === 1 ? '' : 's') +
+        (answer.runs.length === answer.limit ? ': the oldest ' + answer.limit + ' only, narrow the filter' : '');
     }, function (error) {
       if (current.token !== token) return;
       count.textContent = 'could not load runs: ' + error.message;

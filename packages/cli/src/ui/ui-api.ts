@@ -30,7 +30,10 @@ function invalid(message: string, data: Record<string, string>): CairnError {
   return new CairnError('INVALID_ARGUMENT', message, { data });
 }
 
-/** `GET /api/runs?status=a,b&name=&kind=&limit=`: the runs matching the filter, without their checkpoints. */
+/**
+ * `GET /api/runs?status=a,b&name=&kind=&limit=`: the runs matching the filter, oldest first and at most `limit`
+ * of them, without their checkpoints.
+ */
 export async function listRuns(client: CairnClient, query: URLSearchParams): Promise<ApiResponse> {
   const filter: RunFilter = { limit: defaultListLimit };
   const status = query.get('status');
@@ -56,7 +59,8 @@ export async function listRuns(client: CairnClient, query: URLSearchParams): Pro
     filter.limit = value;
   }
   const runs = await client.list(filter);
-  return { status: 200, body: { runs: runs.map(runSummary) } };
+  // `limit` tells the page when it may not have every run (the store lists oldest first).
+  return { status: 200, body: { runs: runs.map(runSummary), limit: filter.limit } };
 }
 
 /** `GET /api/runs/:id`: the run, its plan when it is a planner, and its child runs. */
