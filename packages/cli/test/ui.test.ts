@@ -94,6 +94,10 @@ await describeUiOnStores('cairn_cli_ui', (fixture) => {
         ['flights', 'completed'],
         ['hotel', 'completed'],
       ]);
+      // The header's usage is the planner's own count, its child run's included.
+      expect(await page.locator('dl.facts').textContent()).toContain(
+        '300 in / 60 out tokens with its child runs',
+      );
       const child = page.locator(`li[data-child="${fixture().ids.child}"] a`);
       await child.click();
       await page.locator('h1', { hasText: fixture().ids.child }).waitFor();

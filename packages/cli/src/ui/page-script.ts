@@ -197,7 +197,9 @@ function renderHeader(run, model) {
     ['created', fmtDate(run.createdAt)],
     ['updated', fmtDate(run.updatedAt) + ' (' + fmtAgo(run.updatedAt) + ')'],
   ];
-  if (model.usage) facts.push(['usage', fmtUsage(model.usage)]);
+  // A planner's own state counts its child runs' usage too; the history has only its planning calls.
+  if (run.plan && run.plan.usage) facts.push(['usage', fmtUsage(run.plan.usage) + ' with its child runs']);
+  else if (model.usage) facts.push(['usage', fmtUsage(model.usage)]);
   if (run.parent) facts.push(['parent', runLink(run.parent.runId)]);
   if (run.error) {
     facts.push(['error', [el('span', { class: 'mono', 'data-error-code': run.error.code, text: run.error.code }),

@@ -8,8 +8,7 @@ export const planScript = String.raw`
 function renderPlan(plan) {
   var root = el('div', {});
   var facts = 'phase ' + plan.phase + (plan.revision !== null ? ', plan revision ' + plan.revision : '') +
-    (plan.replans ? ', ' + plan.replans + ' replan' + (plan.replans === 1 ? '' : 's') : '') +
-    (plan.usage ? ', ' + fmtUsage(plan.usage) + ' with its child runs' : '');
+    (plan.replans ? ', ' + plan.replans + ' replan' + (plan.replans === 1 ? '' : 's') : '');
   append(root, el('p', { class: 'muted', text: facts }));
   if (plan.nodes.length === 0) {
     append(root, el('p', { class: 'muted', text: 'No plan yet: the planning model has not answered.' }));
