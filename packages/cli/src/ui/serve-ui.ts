@@ -7,6 +7,7 @@ import {
   errorResponse,
   listEvents,
   listRuns,
+  notFound,
   parseAfter,
   showRun,
   type ApiResponse,
@@ -25,8 +26,8 @@ export interface ServeUiOptions {
   pollMs?: number;
 }
 
-/** A running `cairn ui` server. */
-export interface UiServer {
+/** A running `cairn ui` server; `await using` closes it. */
+export interface UiServer extends AsyncDisposable {
   /** Where the page is, e.g. `http://127.0.0.1:4321/`. */
   url: string;
   /** Ends every open watch and stops the server; calling it again waits for the same close. */
@@ -138,7 +139,7 @@ export async function serveUi(options: ServeUiOptions): Promise<UiServer> {
         );
         // Answered as JSON before the stream starts, so that an unknown run is a 404, not an empty stream.
         if ((await client.get(where.runId)) === undefined) {
-          sendJson(response, await showRun(client, where.runId));
+          sendJson(response, notFound(where.runId));
           return;
         }
         const gone = new AbortController();
@@ -183,14 +184,12 @@ export async function serveUi(options: ServeUiOptions): Promise<UiServer> {
   const shownHost = host.includes(':') ? `[${host}]` : host;
   // Closing twice (a signal handler and a `finally`) waits for the one close.
   let closed: Promise<void> | undefined;
-  return {
-    url: `http://${shownHost}:${port}/`,
-    close: () =>
-      (closed ??= new Promise<void>((resolve, reject) => {
-        closing.abort();
-        server.close((error) => (error === undefined ? resolve() : reject(error)));
-        // Keep-alive sockets of finished requests would hold `close` open until they time out.
-        server.closeIdleConnections();
-      })),
-  };
+  const close = () =>
+    (closed ??= new Promise<void>((resolve, reject) => {
+      closing.abort();
+      server.close((error) => (error === undefined ? resolve() : reject(error)));
+      // Keep-alive sockets of finished requests would hold `close` open until they time out.
+      server.closeIdleConnections();
+    }));
+  return { url: `http://${shownHost}:${port}/`, close, [Symbol.asyncDispose]: close };
 }

@@ -90,7 +90,8 @@ export function parseAfter(value: string | null | undefined): number {
   return after;
 }
 
-function notFound(runId: string): ApiResponse {
+/** The 404 of a run id the store does not have. */
+export function notFound(runId: string): ApiResponse {
   return {
     status: 404,
     body: { error: { code: 'RUN_NOT_FOUND', message: `No run with id "${runId}" exists.` } },
