@@ -53,7 +53,7 @@ describe.each(['postgres', 'redis'] as const)('watching a run on %s', (name) => 
       type: 'attempt.abandoned',
       owner: 'doomed',
       epoch: 1,
-      how: 'crashed',
+      how: 'taken_over',
       lastSeq: cursor,
     });
     expect(afterReconnect[1]).toMatchObject({

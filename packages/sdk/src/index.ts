@@ -134,6 +134,7 @@ export {
 } from './run-id.js';
 export { runEvents } from './history/stored-history.js';
 export type {
+  AbandonedHow,
   EffectOutcomeStatus,
   HistoryUsage,
   RunEvent,

@@ -155,7 +155,7 @@ describe("a run's history", () => {
     expect(abandoned).toMatchObject({
       epoch: 1,
       owner: 'worker-a',
-      how: 'crashed',
+      how: 'taken_over',
       lastSeq: Math.max(...durableBefore.map((event) => event.seq)),
     });
     expect(events.filter((event) => event.type === 'attempt.started')).toMatchObject([

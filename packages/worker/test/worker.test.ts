@@ -82,6 +82,15 @@ describe('a worker with a client', () => {
       takenFrom: null,
       epoch: 2,
     });
+    // Its history tells the hand-over: w1's attempt handed over, w2's taken from nobody.
+    const attempts = (await client.events(runId)).filter(
+      (e) => e.type === 'attempt.started' || e.type === 'attempt.abandoned',
+    );
+    expect(attempts).toMatchObject([
+      { type: 'attempt.started', owner: 'w1', epoch: 1, takenFrom: null },
+      { type: 'attempt.abandoned', owner: 'w1', epoch: 1, how: 'handed_over' },
+      { type: 'attempt.started', owner: 'w2', epoch: 2, takenFrom: null },
+    ]);
   });
 
   it('cancels a queued run at once and a running one at its holder’s next heartbeat', async () => {

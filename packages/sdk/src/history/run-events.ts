@@ -10,6 +10,13 @@ export interface HistoryUsage {
   outputTokens: number;
 }
 
+/**
+ * How an attempt that did not end the run or put it to wait stopped: `taken_over` from a holder that never gave
+ * the run up (it crashed, or froze past its lease and lost it), `handed_over` (its worker shut down and released
+ * it), or `suspended` (its store kept failing).
+ */
+export type AbandonedHow = 'taken_over' | 'handed_over' | 'suspended';
+
 interface EventBase {
   /**
    * Where the event is in the run's history: rising, never reused, with gaps. A watcher resumes after the
@@ -43,8 +50,7 @@ export type RunEvent =
       owner: string;
       /** The last event the abandoned attempt made durable. */
       lastSeq: number;
-      /** `crashed` when the new holder took the run from it, `released` when it gave the run up. */
-      how: 'crashed' | 'released';
+      how: AbandonedHow;
     })
   | (EventBase & {
       type: 'unit.started' | 'unit.settled';

@@ -1,6 +1,6 @@
 import type { JsonValue } from '../json.js';
 import type { RunStatus } from '../store/contract.js';
-import { isJsonObject, type HistoryUsage, type RunEvent } from './run-events.js';
+import { isJsonObject, type AbandonedHow, type HistoryUsage, type RunEvent } from './run-events.js';
 
 /**
  * A run's history as its checkpoints carry it: compact records (one per attempt, unit, effect, signal batch,
@@ -24,7 +24,7 @@ export type HistoryRecord =
       ep: number;
       o: string;
       last: number;
-      how: 'crashed' | 'released';
+      how: AbandonedHow;
     }
   | {
       t: 'unit';

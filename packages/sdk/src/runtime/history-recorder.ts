@@ -48,11 +48,12 @@ export class HistoryRecorder {
   }
 
   /**
-   * The attempt begins. When the one before it never ended (its last record is not an end or a wait), it was
-   * abandoned: taken over from a holder that crashed or froze, or given up (a hand-over, a store that stayed
-   * down); what it showed after its last durable event is superseded.
+   * The attempt begins, the run found in `status`. When the attempt before it never ended (its last record is
+   * not an end or a wait), it was abandoned: taken over from a holder that never gave the run up (it crashed,
+   * or froze past its lease), handed over (a worker shutting down), or suspended (its store kept failing).
+   * What it showed after its last durable event is superseded.
    */
-  attemptStarted(holder: AttemptHolder): void {
+  attemptStarted(holder: AttemptHolder, status: RunStatus): void {
     const last = this.records.at(-1);
     const previous = this.records[this.lastIndex((record) => record.t === 'attempt')] as
       Extract<HistoryRecord, { t: 'attempt' }> | undefined;
@@ -69,7 +70,12 @@ export class HistoryRecorder {
         ep: previous.ep,
         o: previous.o,
         last: Math.max(...this.records.map((record) => ('e' in record && record.e) || record.s)),
-        how: holder.takenFrom === null ? 'released' : 'crashed',
+        how:
+          holder.takenFrom !== null
+            ? 'taken_over'
+            : status === 'suspended'
+              ? 'suspended'
+              : 'handed_over',
       });
     }
     this.add({

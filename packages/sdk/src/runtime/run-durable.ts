@@ -192,7 +192,8 @@ function runChildDurable<State, Input, Output>(
         hook: options.onBoundary,
         parent,
       });
-      return { attempt, holding: { type: 'child', lease }, stop: () => undefined };
+      const takenFrom = parentLease().takenFrom ?? null;
+      return { attempt, holding: { type: 'child', lease, takenFrom }, stop: () => undefined };
     },
     parentFence,
   );

@@ -4,12 +4,10 @@ import {
   deserializeError,
   isCairnError,
   RunNotFoundError,
-  RunSuspendedError,
   RunWaitingError,
   serializeError,
 } from '../errors.js';
 import { storableJson, storableView, type JsonValue } from '../json.js';
-import type { DurableStore } from '../store/contract.js';
 import { checkRunWait, isWaitDue, type RunSignal, type RunWait } from '../store/waits.js';
 import type { Attempt } from './attempt.js';
 import { checkDrift, finishedResult } from './stored-run-checks.js';
@@ -17,6 +15,7 @@ import { EffectPool, type ChildLauncher } from './effect-pool.js';
 import { releaseWhileHeld } from './lease-keeper.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
+import { stopAfterError } from './stop-attempt.js';
 import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
 import { SignalCursor, wokenEvent } from './signal-cursor.js';
 import { checkJournal, checkStoredEffects } from './stored-journal.js';
@@ -121,12 +120,15 @@ export async function runUnderLease<State, Input, Output>(
       clock,
       definition.telemetry,
     );
-    const lease = currentLease();
-    history.attemptStarted({
-      epoch: attempt.epoch,
-      owner: lease.owner,
-      takenFrom: lease.takenFrom ?? null,
-    });
+    history.attemptStarted(
+      {
+        epoch: attempt.epoch,
+        owner: currentLease().owner,
+        takenFrom:
+          holding.type === 'own' ? (holding.keeper.lease.takenFrom ?? null) : holding.takenFrom,
+      },
+      loaded.run.status,
+    );
     if (loaded.run.status === 'suspended') await writer.updateStatus({ status: 'running' });
     const signals = new SignalCursor(store, attempt, clock, options.storeRetry);
     // Signals reach a root run only: a child's mailbox is its root's.
@@ -398,33 +400,4 @@ function repeatedId(commands: readonly PerformCommand[]): string | undefined {
     ids.add(id);
   }
   return undefined;
-}
-
-/** What a stopping attempt still does, depending on why it stops. */
-async function stopAfterError<State, Input, Output>(
-  error: unknown,
-  attempt: Attempt,
-  writer: RunWriter | undefined,
-  pool: EffectPool<State, Input, Output> | undefined,
-  store: DurableStore,
-): Promise<void> {
-  const stopped = attempt.stopped;
-  // A crashed process writes nothing more, and a holder that lost its lease may not.
-  if (stopped?.type === 'crashed' || stopped?.type === 'lease-lost' || writer === undefined) return;
-  // The lease is kept until the effects still in flight have ended (those of a hand-over or a suspension
-  // run to their end or their timeout; the others were aborted, and one that ignores its signal is abandoned
-  // a short grace later), so the next holder never starts while one of ours runs...
-  await pool?.drain();
-  if (attempt.stopped?.type === 'crashed' || attempt.stopped?.type === 'lease-lost') return;
-  // ...and what settled meanwhile is written, so the next holder reuses it instead of reporting it unknown.
-  await writer.flush().catch(() => undefined);
-  const update =
-    stopped?.type === 'cancelled'
-      ? { status: 'cancelled' as const, error: storableJson(serializeError(error)) }
-      : error instanceof RunSuspendedError
-        ? { status: 'suspended' as const, error: storableJson(serializeError(error)) }
-        : undefined;
-  if (update === undefined) return;
-  // The store may still be down; a run left `running` is recovered when its lease runs out.
-  await store.updateStatus(attempt.fence, update).catch(() => undefined);
 }

@@ -67,7 +67,9 @@ export interface DurableRunResult<State, Output> {
  * store read it then), or its parent's.
  */
 export type Holding =
-  { type: 'own'; keeper: LeaseKeeper; claimed?: StoredRun } | { type: 'child'; lease: Lease };
+  | { type: 'own'; keeper: LeaseKeeper; claimed?: StoredRun }
+  /** `takenFrom`: the owner the root's claim took it from, which the child was taken from with it. */
+  | { type: 'child'; lease: Lease; takenFrom: string | null };
 
 /** Runs a child run under a parent attempt; the claiming side supplies it, so the loop need not import it. */
 export type ChildStarter = <State, Input, Output>(
