@@ -97,7 +97,7 @@ await describeUiOnStores('cairn_cli_ui', (fixture) => {
       expect(await lanes.count()).toBe(2);
       expect(await lanes.nth(0).getAttribute('data-epoch')).toBe('1');
       expect(await lanes.nth(0).locator('.lane-head').textContent()).toContain(
-        'abandoned: crashed',
+        'abandoned: taken over',
       );
       expect(await lanes.nth(1).locator('.lane-head').textContent()).toContain('worker-b');
       expect(await page.locator('.takeover').getAttribute('data-kind')).toBe('takeover');

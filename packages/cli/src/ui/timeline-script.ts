@@ -146,16 +146,27 @@ function renderTimeline(model, run) {
   return root;
 }
 
+// How an attempt that neither ended the run nor put it to wait stopped (the sdk's AbandonedHow), in words.
+var abandonedWords = { taken_over: 'taken over', handed_over: 'handed over', suspended: 'suspended' };
+
+function abandonedText(abandoned) {
+  return abandonedWords[abandoned.how] || String(abandoned.how).replace(/_/g, ' ');
+}
+
 function transition(before, after, index) {
-  var crashed = after.takenFrom !== null || (before.abandoned && before.abandoned.how === 'crashed');
+  var how = before.abandoned ? before.abandoned.how : null;
+  var takeover = after.takenFrom !== null || how === 'taken_over';
   var gap = after.start - before.end;
-  var text = crashed
-    ? 'takeover: ' + after.owner + ' took the run over from ' + (after.takenFrom || before.owner) +
-      (before.abandoned ? ' (' + before.abandoned.how + ')' : '')
-    : 'handover: ' + after.owner + ' resumed the run' + (before.owner ? ' after ' + before.owner : '');
+  var text = takeover
+    ? 'takeover: ' + after.owner + ' took the run over from ' + (after.takenFrom || before.owner)
+    : how === 'suspended'
+      ? 'resumed: ' + after.owner + ' resumed the run after ' + (before.owner || 'its holder') +
+        ' suspended it (its store kept failing)'
+      : 'handover: ' + after.owner + ' resumed the run' + (before.owner ? ' after ' + before.owner : '') +
+        (how === 'handed_over' ? ' handed it over' : '');
   if (gap > 0) text += ', ' + fmtMs(gap) + ' later';
   if (before.abandoned) text += '; attempt ' + index + "'s last checkpointed event was #" + before.abandoned.lastSeq;
-  return el('div', { class: 'takeover' + (crashed ? '' : ' handover'), 'data-kind': crashed ? 'takeover' : 'handover',
+  return el('div', { class: 'takeover' + (takeover ? '' : ' handover'), 'data-kind': takeover ? 'takeover' : 'handover',
     text: text });
 }
 
@@ -169,7 +180,7 @@ function renderLane(current, index, model, run) {
     current.epoch === null ? null : el('span', { class: 'muted', text: 'epoch ' + current.epoch }),
     current.owner ? el('span', { class: 'mono', text: current.owner }) : null,
     el('span', { class: 'muted', text: fmtTime(current.start) + ', ' + fmtMs(current.end - current.start) }),
-    current.abandoned ? badge('abandoned: ' + current.abandoned.how, 'unknown') : null,
+    current.abandoned ? badge('abandoned: ' + abandonedText(current.abandoned), 'unknown') : null,
     open ? badge('running', 'running') : null,
   ]);
   append(node, head);
