@@ -136,6 +136,22 @@ await describeUiOnStores('cairn_cli_ui', (fixture) => {
       expect(await page.locator('dl.facts').textContent()).toContain('parent');
     });
 
+    it('shows run ids, names and inputs as text, never as markup', async () => {
+      const runId = '<img src=x onerror="globalThis.pwned=1">';
+      await fixture().client.start({ kind: 'agent', name: '<b>bold</b>' }, '<script>x</script>', {
+        runId,
+      });
+      await page.goto(fixture().ui.url);
+      const row = page.locator('tr[data-run]').filter({ hasText: runId });
+      await row.waitFor();
+      expect(await row.locator('td').nth(2).textContent()).toBe('<b>bold</b>');
+      await row.locator('a').click();
+      await page.locator('h1', { hasText: runId }).waitFor();
+      await page.locator('dl.facts').waitFor();
+      expect(await page.locator('main img, main b, main script').count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned)).toBeUndefined();
+    });
+
     it('shows a 404 for an unknown run', async () => {
       await openRun('no-such-run');
       await page.locator('[data-error="RUN_NOT_FOUND"]').waitFor();
