@@ -1,0 +1,54 @@
+import type { RunStatus } from '@cairn/sdk';
+import type { CairnClient, RunInfo } from '@cairn/worker';
+import { planView, type PlanView } from './plan-view.js';
+
+/**
+ * A run as the list shows it: its record without the checkpoint and the output, which can be megabytes each
+ * and which a row never shows.
+ */
+export type RunSummary = Omit<RunInfo, 'snapshot' | 'output'>;
+
+/** A child run as its parent's page links it. */
+export interface ChildRunView {
+  runId: string;
+  kind: string;
+  name: string;
+  status: RunStatus;
+  /** The plan node that ran it. */
+  node: string;
+}
+
+/** A run as its page shows it: its record without the checkpoint, the plan of a planner, and its child runs. */
+export interface RunDetail extends Omit<RunInfo, 'snapshot'> {
+  /** The plan DAG of a planner run; null for other runs. */
+  plan: PlanView | null;
+  children: ChildRunView[];
+}
+
+/** At most this many child runs are looked up for one page: each is one read of the store. */
+const maxChildren = 100;
+
+/** The list row of a run. */
+export function runSummary(info: RunInfo): RunSummary {
+  const { snapshot: _snapshot, output: _output, ...summary } = info;
+  return summary;
+}
+
+/** The page of a run: its plan read from its checkpoint, its child runs read from the store. */
+export async function runDetail(client: CairnClient, info: RunInfo): Promise<RunDetail> {
+  const { snapshot, ...record } = info;
+  const plan = planView(info.runId, snapshot) ?? null;
+  const nodes = (plan?.nodes ?? []).flatMap((node) =>
+    node.childRunId === undefined ? [] : [{ node: node.id, runId: node.childRunId }],
+  );
+  // A running node's child may not be created yet: it is left out until it is.
+  const found = await Promise.all(
+    nodes.slice(0, maxChildren).map(async ({ node, runId }) => {
+      const child = await client.get(runId);
+      return child === undefined
+        ? []
+        : [{ runId, kind: child.kind, name: child.name, status: child.status, node }];
+    }),
+  );
+  return { ...record, plan, children: found.flat() };
+}
