@@ -1,6 +1,6 @@
 /** The command line of `cairn`: which command, on which run, with which options, and where the store is. */
 import { parseArgs } from 'node:util';
-import type { JsonValue, RunStatus } from '@cairn/sdk';
+import { claimableStatuses, terminalStatuses, type JsonValue, type RunStatus } from '@cairn/sdk';
 import { UsageError } from './cli-errors.js';
 
 /** Where the store comes from: a user module, else the environment's DATABASE_URL or REDIS_URL. */
@@ -76,16 +76,8 @@ const subcommands = {
   reject: { args: ['runId', 'toolCallId'], flags: ['reason'] },
 } as const satisfies Record<string, { args: readonly string[]; flags: readonly Flag[] }>;
 
-const statuses: readonly RunStatus[] = [
-  'queued',
-  'running',
-  'waiting',
-  'completed',
-  'failed',
-  'cancelled',
-  'suspended',
-  'dead_lettered',
-];
+/** Every status, from the sdk's own lists: the ones a worker claims, `waiting`, and the final ones. */
+const statuses: readonly RunStatus[] = [...claimableStatuses, 'waiting', ...terminalStatuses];
 
 /** Reads `argv` (without node and the script), a flag winning over its variable in `env`; throws `UsageError`. */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCli {

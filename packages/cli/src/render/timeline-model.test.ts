@@ -6,18 +6,11 @@ import { renderTimeline } from './timeline-text.js';
 
 // A crash in flight and its takeover, as the runtime records them: the abandonment comes just before the new
 // attempt's start, and the in-flight call settles, unknown, in the new attempt.
+const book = { effectId: 'e1', unit: 'trip-0', name: 'execute_tool book', kind: 'tool' } as const;
 const crashed: RunEvent[] = [
   { seq: 1, at: 1_000, type: 'attempt.started', epoch: 1, owner: 'worker-a', takenFrom: null },
   { seq: 2, at: 1_001, type: 'unit.started', unit: 'trip-0', label: 'trip 0' },
-  {
-    seq: 3,
-    at: 1_002,
-    type: 'effect.started',
-    effectId: 'e1',
-    unit: 'trip-0',
-    name: 'execute_tool book',
-    kind: 'tool',
-  },
+  { seq: 3, at: 1_002, type: 'effect.started', ...book },
   {
     seq: 4,
     at: 1_100,
@@ -39,10 +32,7 @@ const crashed: RunEvent[] = [
     seq: 6,
     at: 1_101,
     type: 'effect.settled',
-    effectId: 'e1',
-    unit: 'trip-0',
-    name: 'execute_tool book',
-    kind: 'tool',
+    ...book,
     outcome: 'unknown',
     code: 'OUTCOME_UNKNOWN',
     ms: 99,
