@@ -29,7 +29,8 @@ export type Command =
   | { name: 'watch'; runId: string; after: number }
   | { name: 'signal'; runId: string; signal: string; payload: JsonValue; key?: string }
   | { name: 'approve'; runId: string; callId: string; argsHash?: string }
-  | { name: 'reject'; runId: string; callId: string; reason?: string };
+  | { name: 'reject'; runId: string; callId: string; reason?: string }
+  | { name: 'ui'; host?: string; port?: number };
 
 /** A parsed command line. */
 export interface ParsedCli {
@@ -55,6 +56,8 @@ const flags = {
   key: { type: 'string' },
   'args-hash': { type: 'string' },
   reason: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
 } as const;
 
 type Flag = keyof typeof flags;
@@ -74,6 +77,8 @@ const subcommands = {
   signal: { args: ['runId', 'name'], flags: ['payload', 'key'] },
   approve: { args: ['runId', 'toolCallId'], flags: ['args-hash'] },
   reject: { args: ['runId', 'toolCallId'], flags: ['reason'] },
+  /** `cairn ui`, the one command outside `runs`. */
+  ui: { args: [], flags: ['host', 'port'] },
 } as const satisfies Record<string, { args: readonly string[]; flags: readonly Flag[] }>;
 
 /** Every status, from the sdk's own lists: the ones a worker claims, `waiting`, and the final ones. */
@@ -105,11 +110,16 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
   if (values.version === true) return done({ name: 'version' });
   if (values.help === true || positionals.length === 0) return done({ name: 'help' });
 
-  const [group, sub, ...args] = positionals;
-  if (group !== 'runs')
-    throw new UsageError(`Unknown command "${group}"; the commands are "cairn runs ...".`);
-  if (sub === undefined || !Object.hasOwn(subcommands, sub)) {
-    const known = Object.keys(subcommands).join(', ');
+  const [group, ...rest] = positionals;
+  if (group !== 'runs' && group !== 'ui')
+    throw new UsageError(
+      `Unknown command "${group}"; the commands are "cairn runs ..." and "cairn ui".`,
+    );
+  const [sub, ...args] = group === 'ui' ? ['ui', ...rest] : rest;
+  if (sub === undefined || !Object.hasOwn(subcommands, sub) || (group === 'runs' && sub === 'ui')) {
+    const known = Object.keys(subcommands)
+      .filter((name) => name !== 'ui')
+      .join(', ');
     throw new UsageError(
       sub === undefined
         ? `Which runs command? One of ${known}.`
@@ -123,17 +133,24 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
       !common.includes(flag as Flag) &&
       !(spec.flags as readonly Flag[]).includes(flag as Flag)
     ) {
-      throw new UsageError(`"runs ${sub}" takes no --${flag}.`);
+      throw new UsageError(`"${group === 'ui' ? 'ui' : `runs ${sub}`}" takes no --${flag}.`);
     }
   }
   if (args.length !== spec.args.length) {
     const wanted = spec.args.map((name) => `<${name}>`).join(' ');
-    throw new UsageError(`Usage: cairn runs ${sub}${wanted === '' ? '' : ` ${wanted}`} [options]`);
+    const name = group === 'ui' ? 'ui' : `runs ${sub}`;
+    throw new UsageError(`Usage: cairn ${name}${wanted === '' ? '' : ` ${wanted}`} [options]`);
   }
   const runId = args[0] ?? '';
   switch (sub as keyof typeof subcommands) {
     case 'list':
       return done({ name: 'list', query: listQuery(values) });
+    case 'ui':
+      return done({
+        name: 'ui',
+        ...(values.host === undefined ? {} : { host: values.host }),
+        ...(values.port === undefined ? {} : { port: wholeNumber('port', values.port, 0) }),
+      });
     case 'watch':
       return done({ name: 'watch', runId, after: wholeNumber('after', values.after, 0) });
     case 'signal':

@@ -8,6 +8,7 @@ import { resumeRun } from './commands/resume.js';
 import { showRun } from './commands/show.js';
 import { decideCall, signalRun } from './commands/signals.js';
 import { showTimeline } from './commands/timeline.js';
+import { serveUiCommand } from './commands/ui.js';
 import { watchRun } from './commands/watch.js';
 import type { CliIo, CommandContext } from './command-context.js';
 import { parseCli, type Command, type ParsedCli } from './parse-args.js';
@@ -89,6 +90,7 @@ const handlers: {
   signal: signalRun,
   approve: decideCall,
   reject: decideCall,
+  ui: serveUiCommand,
 };
 
 function perform(context: CommandContext, command: StoreCommand): Promise<number> {

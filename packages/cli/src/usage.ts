@@ -1,5 +1,6 @@
 /** The text of `cairn --help`. */
 export const usage = `Usage: cairn runs <command> [options]
+       cairn ui [--host 127.0.0.1] [--port 0]
 
 Lists, inspects, watches and steers Cairn runs in a store.
 
@@ -25,6 +26,8 @@ Commands:
                                       approves a held tool call (default: the arguments it waits with)
   runs reject <runId> <toolCallId> [--reason text]
                                       rejects a held tool call; the model reads the reason
+  ui                                  serves the runs' web page (list, timelines, live watch) on this
+                                      machine until Ctrl-C; prints its address (default: a free port)
 
 The store (a flag wins over its environment variable):
   --module <path>    CAIRN_MODULE   an ES module exporting \`store\`, as cairn-worker takes it (and its
@@ -48,5 +51,5 @@ Exit codes:
   3    no run with that id
   4    refused: held by a live worker (LEASE_HELD), already ended (RUN_ENDED), a child run or an argument
        the store does not take (INVALID_ARGUMENT), a wait not due (RUN_WAITING), drift
-  130  stopped by Ctrl-C: a watch ends; a resume hands its run over (claimable at once)
+  130  stopped by Ctrl-C: a watch ends; a resume hands its run over (claimable at once); ui stops
 Errors print one line on stderr: error CODE: message`;

@@ -233,6 +233,19 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       expect(events.at(-1)!.type).toBe('waiting');
     });
 
+    it('serves the web page with cairn ui until Ctrl-C, then exits 130', async () => {
+      const serving = startCairn(['ui', '--port', '0', '--json'], suite.env);
+      await expect.poll(() => serving.stdout, { timeout: 20_000, interval: 100 }).toMatch(/\n$/);
+      const { url } = json<{ url: string }>(serving.stdout);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      const listed = await fetch(new URL('api/runs', url));
+      expect(JSON.stringify(await listed.json())).toContain(ids.crashed);
+      serving.kill('SIGINT');
+      expect((await serving.exited).code).toBe(130);
+    });
+
     it('says a run is not found with exit 3, as a line or as JSON', () => {
       const text = printed('runs show no-such-run');
       expect(text.code).toBe(3);

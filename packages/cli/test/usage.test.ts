@@ -26,6 +26,8 @@ describe('cairn usage', () => {
   it('exits 2 with one error line on a command line it cannot use', async () => {
     const cases: Array<[string[], Record<string, string>, RegExp]> = [
       [['jobs', 'list'], {}, /^error USAGE: Unknown command "jobs"/],
+      [['runs', 'ui'], {}, /^error USAGE: Unknown command "runs ui"/],
+      [['ui', '--limit', '3'], {}, /^error USAGE: "ui" takes no --limit/],
       [['runs', 'explode'], {}, /^error USAGE: Unknown command "runs explode"/],
       [['runs', 'show'], {}, /^error USAGE: Usage: cairn runs show <runId>/],
       [['runs', 'list', '--payload', '{}'], {}, /^error USAGE: "runs list" takes no --payload/],
