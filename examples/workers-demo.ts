@@ -4,6 +4,7 @@
  * a local Postgres on 127.0.0.1:5432, else an embedded Postgres it starts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -205,6 +206,23 @@ for (const runId of [agentRun.runId, plannerRun.runId]) {
   const usage = ((await store.load(runId))?.run.snapshot as { state: { usage: object } }).state
     .usage;
   console.log(`usage of ${runId}, each model call counted once: ${JSON.stringify(usage)}`);
+}
+
+// What an operator sees of the two runs afterwards, with the `cairn` command on the same database: each
+// attempt, the takeover, the booking whose outcome is unknown, and the planner's child run under its node.
+const cairn = fileURLToPath(new URL('../packages/cli/src/cairn.ts', import.meta.url));
+for (const runId of [agentRun.runId, plannerRun.runId]) {
+  console.log(`\n$ cairn runs timeline ${runId}`);
+  const command = spawn(
+    process.execPath,
+    ['--import', tsx, '--conditions=@cairn/source', cairn, 'runs', 'timeline', runId],
+    { env: { ...process.env, DATABASE_URL: database.url, CAIRN_SCHEMA: schema }, stdio: 'inherit' },
+  );
+  const [code] = (await once(command, 'exit')) as [number | null];
+  if (code !== 0) {
+    console.error(`cairn runs timeline ${runId} exited with ${code}`);
+    process.exitCode = 1;
+  }
 }
 
 b.child.kill('SIGTERM');
