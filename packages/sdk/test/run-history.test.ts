@@ -5,6 +5,8 @@ import {
   runEvents,
   type AgentResult,
   type Clock,
+  pendingApprovals,
+  RunWaitingError,
   type DurableStore,
   type RunEvent,
 } from '@cairn/sdk';
@@ -74,10 +76,13 @@ function checkHistory(events: RunEvent[]): string[] {
     settled.set(event.effectId, (settled.get(event.effectId) ?? 0) + 1);
   }
   for (const [id, n] of settled) if (n > 1) problems.push(`${id} settled ${n} times`);
-  const attempts = events.filter((event) => event.type === 'attempt.started');
-  const abandoned = events.filter((event) => event.type === 'attempt.abandoned');
-  if (abandoned.length !== Math.max(0, attempts.length - 1)) {
-    problems.push(`${attempts.length} attempts but ${abandoned.length} abandoned`);
+  // Every attempt after the first follows the end of the one before: a wait, or an abandonment.
+  for (const [index, event] of events.entries()) {
+    if (event.type !== 'attempt.started' || index === 0) continue;
+    const before = events[index - 1]!.type;
+    if (before !== 'waiting' && before !== 'attempt.abandoned') {
+      problems.push(`attempt ${event.epoch} follows ${before}`);
+    }
   }
   return problems;
 }
@@ -214,6 +219,56 @@ describe("a run's history", () => {
       expect(unknown.sort(), `case ${index}`).toEqual([...(crashCase?.unknown ?? [])].sort());
       expect(usageOf(events), `case ${index}`).toEqual({ inputTokens: 41, outputTokens: 15 });
     }
+  });
+
+  it('keeps a trip that waits for an approval open across the wait: it settles in the attempt that ran the call', async () => {
+    const store = memoryStore();
+    const agent = defineAgent({
+      name: 'approver',
+      model: scriptedModel([
+        { toolCalls: [{ id: 'c-1', name: 'charge', args: { cents: 5 } }] },
+        { text: 'charged' },
+      ]),
+      tools: [
+        defineTool({
+          name: 'charge',
+          description: 'Charges.',
+          input: z.object({ cents: z.number() }),
+          execute: async () => 'ok',
+        }),
+      ],
+      approval: { tools: { charge: true } },
+      durable: { store },
+    });
+    await expect(agent.execute('go', { runId: 'held' })).rejects.toBeInstanceOf(RunWaitingError);
+    const { argsHash } = pendingApprovals((await store.load('held'))!.run.wait?.detail)[0]!;
+    await agent.approve('held', 'c-1', { argsHash });
+    await agent.resume('held');
+    const events = runEvents((await store.load('held'))!.run);
+    expect(checkHistory(events)).toEqual([]);
+    const story = events.flatMap((event) =>
+      event.type === 'unit.settled'
+        ? [`settled ${event.unit}`]
+        : event.type === 'effect.settled'
+          ? [`${event.effectId} ${event.outcome}`]
+          : ['waiting', 'signals', 'attempt.started', 'attempt.abandoned', 'ended'].includes(
+                event.type,
+              )
+            ? [event.type]
+            : [],
+    );
+    expect(story).toEqual([
+      'attempt.started',
+      'trip-0/model ok',
+      'waiting',
+      'attempt.started',
+      'signals',
+      'trip-0/tool/c-1 ok',
+      'settled trip-0',
+      'trip-1/model ok',
+      'settled trip-1',
+      'ended',
+    ]);
   });
 
   it('stays bounded on a long run, and says what it dropped', async () => {

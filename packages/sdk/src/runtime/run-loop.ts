@@ -201,7 +201,8 @@ export async function runUnderLease<State, Input, Output>(
         last?: HistoryEnd,
         waitingSince?: number,
       ) => {
-        history.unitsSettled(pending);
+        // A trip or node the run waits in (a call held for approval) goes on after the wait: it stays open.
+        if (last === undefined || !('wait' in last)) history.unitsSettled(pending);
         const stored = history.stored(last);
         const carried = writer!.entriesOf(pending.map((command) => command.id));
         const journalSeq = writer!.lastSeq;
