@@ -17,7 +17,7 @@ export async function childRuns(
   const add = (id: string) => {
     if (!candidates.includes(id)) candidates.push(id);
   };
-  const plan = planView(runState(run.snapshot));
+  const plan = planView(runState(run.snapshot), run.runId);
   for (const node of plan?.nodes ?? []) {
     if (node.childRunId !== undefined) add(node.childRunId);
     else if (node.state === 'running' || node.state === 'unknown' || node.state === 'failed') {

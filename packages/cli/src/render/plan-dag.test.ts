@@ -12,7 +12,7 @@ const node = (id: string, dependsOn: string[] = []) => ({
 });
 
 // A plan part way: one node completed, one failed, one running, one held for approval, one ready, and one
-// waiting on a node that failed.
+// pending on a node that failed.
 const state = {
   goal: 'g',
   phase: 'executing',
@@ -53,7 +53,7 @@ it("reads each node's state from a planner's checkpointed state, and draws the p
     ['c', 'running'],
     ['d', 'awaiting'],
     ['e', 'ready'],
-    ['f', 'waiting'],
+    ['f', 'pending'],
   ]);
   expect(renderPlan(plan, plainStyle)).toBe(
     [
@@ -64,12 +64,13 @@ it("reads each node's state from a planner's checkpointed state, and draws the p
       '    ▶ c  c           running    after a',
       '    ⏸ d  c           awaiting   after a',
       '    ○ e  c           ready      after a',
-      '    · f  c           waiting    after b',
+      '    · f  c           pending    after b',
     ].join('\n'),
   );
 });
 
-it('has no plan for a state that is not a planner’s, or before its plan is frozen', () => {
+it('has no plan for a state that is not a planner’s, and no nodes before its plan is frozen', () => {
   expect(planView({ input: 'hi', messages: [] })).toBeUndefined();
-  expect(planView({ ...(state as object), plan: null } as JsonValue)).toBeUndefined();
+  const planning = planView({ ...(state as object), phase: 'planning', plan: null } as JsonValue)!;
+  expect(renderPlan(planning, plainStyle)).toBe('plan not frozen yet, planning');
 });

@@ -10,7 +10,7 @@ const marks: Record<PlanNodeState, string> = {
   running: '▶',
   awaiting: '⏸',
   ready: '○',
-  waiting: '·',
+  pending: '·',
 };
 
 function nodePaint(state: PlanNodeState, style: Style): Paint {
@@ -29,31 +29,9 @@ function nodePaint(state: PlanNodeState, style: Style): Paint {
   }
 }
 
-/**
- * Each node's depth: 1 for a node that depends on nothing, else one more than its deepest dependency. A
- * dependency the plan lacks (it was validated, so only a stored plan of an older version could) counts as 0.
- */
-export function planDepths(plan: PlanView): Map<string, number> {
-  const byId = new Map(plan.nodes.map((node) => [node.id, node]));
-  const depths = new Map<string, number>();
-  const depth = (id: string, seen: Set<string>): number => {
-    const known = depths.get(id);
-    if (known !== undefined) return known;
-    const node = byId.get(id);
-    if (node === undefined || seen.has(id)) return 0;
-    seen.add(id);
-    const value = 1 + Math.max(0, ...node.dependsOn.map((dependency) => depth(dependency, seen)));
-    depths.set(id, value);
-    return value;
-  };
-  for (const node of plan.nodes) depth(node.id, new Set());
-  return depths;
-}
-
 /** The plan's lines: a heading, then one row a node, by depth then plan order. */
 export function renderPlan(plan: PlanView, style: Style): string {
-  const depths = planDepths(plan);
-  const nodes = [...plan.nodes].sort((a, b) => depths.get(a.id)! - depths.get(b.id)!);
+  const nodes = [...plan.nodes].sort((a, b) => a.layer - b.layer);
   const rows = nodes.map((node) => {
     const paint = nodePaint(node.state, style);
     const notes: string[] = [];
@@ -61,13 +39,17 @@ export function renderPlan(plan: PlanView, style: Style): string {
     if (node.code !== undefined) notes.push(style.bad(node.code));
     if (node.childRunId !== undefined) notes.push(`child run ${node.childRunId}`);
     return [
-      `${'  '.repeat(depths.get(node.id)! - 1)}${paint(marks[node.state])} ${node.id}`,
+      `${'  '.repeat(node.layer)}${paint(marks[node.state])} ${node.id}`,
       node.capability,
       paint(node.state === 'unknown' ? 'OUTCOME UNKNOWN' : node.state),
       notes.join('; '),
     ];
   });
-  const heading = `${style.strong('plan')} revision ${plan.revision}, ${plan.phase}, ${plan.nodes.length} node${plan.nodes.length === 1 ? '' : 's'}`;
+  const heading =
+    plan.revision === null
+      ? `${style.strong('plan')} not frozen yet, ${plan.phase}`
+      : `${style.strong('plan')} revision ${plan.revision}, ${plan.phase}, ${plan.nodes.length} node${plan.nodes.length === 1 ? '' : 's'}`;
+  if (plan.nodes.length === 0) return heading;
   return [
     heading,
     indent(renderTable(['NODE', 'CAPABILITY', 'STATE', ''].map(style.faint), rows), 2),

@@ -238,7 +238,7 @@ export interface RunTimeline extends TimelineModel {
   status: RunStatus;
   /** The events the timeline was grouped from, as `client.events` returned them. */
   events: RunEvent[];
-  /** A planner run's plan and each node's state; null for other runs or before the plan is frozen. */
+  /** A planner run's plan and each node's state (no nodes before the plan is frozen); null for other runs. */
   plan: import('@cairn/sdk').PlanView | null;
   /** The run's child runs, each with the plan node that ran it when known. */
   children: Array<{ nodeId: string | null; timeline: RunTimeline }>;

@@ -1,6 +1,6 @@
-import type { RunStatus } from '@cairn/sdk';
+import { planView, type PlanView, type RunStatus } from '@cairn/sdk';
 import type { CairnClient, RunInfo } from '@cairn/worker';
-import { planView, type PlanView } from './plan-view.js';
+import { runState } from '../run-summary.js';
 
 /**
  * A run as the list shows it: its record without the checkpoint and the output, which can be megabytes each
@@ -20,7 +20,7 @@ export interface ChildRunView {
 
 /** A run as its page shows it: its record without the checkpoint, the plan of a planner, and its child runs. */
 export interface RunDetail extends Omit<RunInfo, 'snapshot'> {
-  /** The plan DAG of a planner run; null for other runs. */
+  /** The plan DAG of a planner run, a running node's child run only once the store has it; null for other runs. */
   plan: PlanView | null;
   children: ChildRunView[];
 }
@@ -37,18 +37,31 @@ export function runSummary(info: RunInfo): RunSummary {
 /** The page of a run: its plan read from its checkpoint, its child runs read from the store. */
 export async function runDetail(client: CairnClient, info: RunInfo): Promise<RunDetail> {
   const { snapshot, ...record } = info;
-  const plan = planView(info.runId, snapshot) ?? null;
+  const plan = planView(runState(snapshot), info.runId) ?? null;
   const nodes = (plan?.nodes ?? []).flatMap((node) =>
     node.childRunId === undefined ? [] : [{ node: node.id, runId: node.childRunId }],
   );
-  // A running node's child may not be created yet: it is left out until it is.
-  const found = await Promise.all(
-    nodes.slice(0, maxChildren).map(async ({ node, runId }) => {
-      const child = await client.get(runId);
-      return child === undefined
-        ? []
-        : [{ runId, kind: child.kind, name: child.name, status: child.status, node }];
-    }),
-  );
-  return { ...record, plan, children: found.flat() };
+  const found = (
+    await Promise.all(
+      nodes.slice(0, maxChildren).map(async ({ node, runId }) => {
+        const child = await client.get(runId);
+        return child === undefined
+          ? []
+          : [{ runId, kind: child.kind, name: child.name, status: child.status, node }];
+      }),
+    )
+  ).flat();
+  // A running node names the child an agent would run as: a tool node has none, and an agent's may not be
+  // created yet. The page links it once the store has it.
+  const children = new Set(found.map((child) => child.runId));
+  for (const node of plan?.nodes ?? []) {
+    if (
+      node.state === 'running' &&
+      node.childRunId !== undefined &&
+      !children.has(node.childRunId)
+    ) {
+      delete node.childRunId;
+    }
+  }
+  return { ...record, plan, children: found };
 }

@@ -22,7 +22,6 @@ import type {
   RetryPolicy,
 } from '../runtime/step-function.js';
 import { structuralSignature } from '../signature.js';
-import { childRunId } from '../run-id.js';
 import { executeTool } from '../tool.js';
 import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
@@ -30,7 +29,12 @@ import { plannerSystemPrompt } from './planner-prompt.js';
 import { approvalMethods, signalStore, type ApprovalMethods } from '../agent/agent-signals.js';
 import type { ApprovalPolicy } from '../approvals.js';
 import { plannerTelemetry } from './planner-telemetry.js';
-import { plannerStateSchema, type LedgerEntry, type PlannerState } from './planner-state.js';
+import {
+  nodeChildRunId,
+  plannerStateSchema,
+  type LedgerEntry,
+  type PlannerState,
+} from './planner-state.js';
 import { planLimits } from './plan-limits.js';
 import type { AgentNodeValue } from './planner-nodes.js';
 import { plannerInit, plannerStep, type PlannerShape } from './planner-step.js';
@@ -223,10 +227,7 @@ export function definePlanner(config: PlannerConfig): Planner {
     }
     const { executable } = capability;
     if (isAgent(executable)) {
-      const childId =
-        context.state.childRunIds === 'reserved'
-          ? childRunId(context.runId, nodeId)
-          : `${context.runId}/${nodeId}`;
+      const childId = nodeChildRunId(context.state, context.runId, nodeId);
       // An agent's input is text: a node input that is not a string is handed over as JSON.
       const input =
         typeof effect.input === 'string' ? effect.input : JSON.stringify(effect.input ?? null);

@@ -3,6 +3,7 @@ import { heldCallSchema, type HeldCall } from '../approvals.js';
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { Usage } from '../model.js';
+import { childRunId } from '../run-id.js';
 import { jsonData } from './json-data.js';
 import type { PlanNode } from './plan.js';
 
@@ -137,3 +138,15 @@ export const plannerStateSchema = z.object({
   childRunIds: z.literal('reserved').optional(),
   awaiting: z.array(heldCallSchema).optional(),
 }) as unknown as z.ZodType<PlannerState>;
+
+/**
+ * The id of the child run node `nodeId` of planner run `runId` runs an agent as: `childRunId`, or
+ * `${runId}/${nodeId}` in a run an earlier version started (`PlannerState.childRunIds`).
+ */
+export function nodeChildRunId(
+  state: Pick<PlannerState, 'childRunIds'>,
+  runId: string,
+  nodeId: string,
+): string {
+  return state.childRunIds === 'reserved' ? childRunId(runId, nodeId) : `${runId}/${nodeId}`;
+}
