@@ -40,7 +40,12 @@ function gatedAgent(store: DurableStore) {
 }
 
 await describeUiOnStores('cairn_cli_ui', (fixture) => {
-  describe.skipIf(!haveChromium && process.env.CI === undefined)('the page in Chromium', () => {
+  // Outside CI a machine without Chromium skips these, saying so; in CI a missing Chromium fails them.
+  const skipped = !haveChromium && process.env.CI === undefined;
+  const title = skipped
+    ? `the page in Chromium (skipped: no Chromium at ${chromiumPath}; apt-get install chromium, or set CHROMIUM_PATH)`
+    : 'the page in Chromium';
+  describe.skipIf(skipped)(title, () => {
     let browser: Browser;
     let page: Page;
     const errors: string[] = [];
