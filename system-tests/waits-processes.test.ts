@@ -88,7 +88,10 @@ describe.each(['postgres', 'redis'] as const)(
       const completedBy = (w: WorkerProcess) => w.linesOf('event', 'completed').map((e) => e.runId);
       const asleepAtKill = ids.filter((id) => !completedBy(first).includes(id));
       expect(asleepAtKill.length).toBeGreaterThan(ids.length / 2);
-      expect(completedBy(second).sort()).toEqual(asleepAtKill.sort());
+      // A result can be read before the line the worker printed with it: wait for the lines.
+      await expect
+        .poll(() => completedBy(second).sort(), { timeout: 10_000 })
+        .toEqual(asleepAtKill.sort());
     });
 
     it('delivers an approval sent while no worker runs once one starts, and runs the call once', async () => {
@@ -106,18 +109,29 @@ describe.each(['postgres', 'redis'] as const)(
       expect(effects([first, second], runId, 'lookup-1')).toBe(1);
     });
 
-    it('receives a decision sent before the wait began: the run never waits', async () => {
+    it('refuses a decision sent before the wait began, raw or through approve, and keeps nothing', async () => {
       await open();
       const { runId } = await client.start(refunds, 'refund', { runId: 'e-1' });
-      // The decision is in the mailbox before any worker took the run up.
-      await client.signal(runId, agentSignals.approval, {
+      // No worker took the run up yet: it does not wait for the call, and both paths say so alike.
+      const early = {
         callId: 'refund-1',
         approved: true,
         argsHash: toolArgsHash(bigRefundArgs),
-      });
+      };
+      for (const send of [
+        () => client.signal(runId, agentSignals.approval, early),
+        () => client.approve(runId, early.callId, { argsHash: early.argsHash }),
+      ]) {
+        await expect(send()).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          data: { reason: 'not waiting' },
+        });
+      }
+      expect(await backend!.store.mailbox(runId)).toEqual([]);
       const w = await worker('w-1');
+      await w.waitFor((l) => l.kind === 'event' && l.type === 'waiting' && l.runId === runId);
+      await client.approve(runId, early.callId, { argsHash: early.argsHash });
       expect(await client.result(runId, { pollMs: 100 })).toBe('handled');
-      expect(w.linesOf('event', 'waiting')).toEqual([]);
       expect(effects([w], runId, 'refund-1')).toBe(1);
     });
 

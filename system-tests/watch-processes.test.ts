@@ -13,7 +13,7 @@ describe.each(['postgres', 'redis'] as const)('watching a run on %s', (name) => 
   it('across a SIGKILL takeover: the abandoned attempt, then the new one; resumed by cursor, nothing lost or repeated', async () => {
     const backend = await backends.open(name);
     const client = createClient({ store: backend.store });
-    // A short lease: on Redis a killed holder is known gone only once its lease runs out.
+    // A short lease keeps the test quick: it runs out before the killed holder's takeover grace (3 s) ends.
     const doomed = await backends.worker('doomed', {
       CRASH_AT: 'effect.after@trip-1/tool/hop-2',
       LEASE_MS: '2000',

@@ -23,7 +23,12 @@ export interface BenchAgentOptions {
   holdFirst?: Promise<void>;
   /** Called as each tool call starts, to count how many times a call ran. */
   onToolRun?(runId: string, toolCallId: string): void;
+  /** Tokens of text each model answer says (about 5 characters each), streamed a token at a time. @defaultValue 0 */
+  textTokens?: number;
 }
+
+/** The text of a bench answer of `tokens` tokens. */
+export const benchText = (tokens: number) => 'word '.repeat(tokens);
 
 /**
  * An agent whose scripted model answers at once: `trips` trips of one call to a tool (no-op, or waiting on a
@@ -64,12 +69,13 @@ export function benchAgent(options: BenchAgentOptions) {
     },
   });
   // The bench measures Cairn, not the fake model: it keeps no copy of each request.
+  const text = benchText(options.textTokens ?? 0);
   const model = scriptedModel(
     (_request, turn) =>
       turn < options.trips
-        ? { toolCalls: [{ id: `c${turn}`, name: 'work', args: { trip: turn } }] }
-        : { text: 'done' },
-    { recordCalls: false },
+        ? { text, toolCalls: [{ id: `c${turn}`, name: 'work', args: { trip: turn } }] }
+        : { text: `${text}done` },
+    { recordCalls: false, ...(options.textTokens === undefined ? {} : { streamPieces: 5 }) },
   );
   return defineAgent({
     name: options.name,

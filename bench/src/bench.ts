@@ -17,6 +17,7 @@ import { perStepRow } from './rows/per-step.js';
 import { plannerRow } from './rows/planner.js';
 import { redisClaimPollRow } from './rows/redis-claim-poll.js';
 import { takeoverRow } from './rows/takeover.js';
+import { streamingRow } from './rows/streaming.js';
 import { throughputRow } from './rows/throughput.js';
 
 /** Every row, in the order they are printed. */
@@ -37,6 +38,7 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'memory', title: '10. Memory', build: memoryRow },
   { key: 'planner', title: '11. Planner', build: plannerRow },
   { key: 'redis_claim_poll', title: '12. Redis claim poll', build: redisClaimPollRow },
+  { key: 'streaming', title: '13. Streaming', build: streamingRow },
 ];
 
 /** Options of `runBench`. */

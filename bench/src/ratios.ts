@@ -26,6 +26,10 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
   const completedShare = medianOf(report, 'mass_takeover', 'completed_share');
   const ranTwice = medianOf(report, 'mass_takeover', 'ran_twice');
   const plannerGrowth = medianOf(report, 'planner', 'largest_over_smallest');
+  // A crashed holder's runs are continued at most a second after its liveness's grace (either store).
+  const takeoverBar = medianOf(report, 'takeover', 'grace_ms') + 1_000;
+  const takeoverPg = medianOf(report, 'takeover', 'to_checkpoint_ms');
+  const takeoverRedis = medianOf(report, 'takeover', 'redis.to_checkpoint_ms');
   return [
     {
       key: 'per_step_vs_limit',
@@ -83,6 +87,18 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       label: 'drain: leases granted per run (the highest of the setups)',
       value: leasesPerRun,
       target: { text: '<= 1.05', met: leasesPerRun <= 1.05 },
+    },
+    {
+      key: 'takeover_pg_ms',
+      label: 'takeover on Postgres: SIGKILL to the first checkpoint (ms)',
+      value: takeoverPg,
+      target: { text: '<= grace + 1 s', met: takeoverPg <= takeoverBar },
+    },
+    {
+      key: 'takeover_redis_ms',
+      label: 'takeover on Redis: SIGKILL to the first checkpoint (ms)',
+      value: takeoverRedis,
+      target: { text: '<= grace + 1 s', met: takeoverRedis <= takeoverBar },
     },
     {
       key: 'mass_takeover_completed',

@@ -69,3 +69,13 @@ export async function commandCalls(client: Redis): Promise<Map<string, number>> 
   }
   return calls;
 }
+
+/** Deletes every key under `prefix`, a page at a time. */
+export async function deletePrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1_000);
+    cursor = next;
+    if (keys.length > 0) await client.unlink(...keys);
+  } while (cursor !== '0');
+}

@@ -49,7 +49,8 @@ export function medianOf(report: Pick<BenchReport, 'rows'>, row: string, metric:
   );
 }
 
-function format(value: number): string {
+/** A figure with as many digits as its size deserves; `-` when it is not a number. */
+export function format(value: number): string {
   if (!Number.isFinite(value)) return '-';
   const abs = Math.abs(value);
   if (abs >= 10_000) return Math.round(value).toLocaleString('en-US');

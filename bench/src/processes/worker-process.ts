@@ -10,12 +10,16 @@
  * - with MEMORY_REPORT_MS, its RSS and active runs at that interval;
  * - on SIGTERM, `stats`: CPU time since it started claiming and, with COUNT_CALLS=1, its store calls, leases
  *   granted and SQL statements; then it closes.
- * Variables: DATABASE_URL, CAIRN_SCHEMA, OWNER, AGENT_NAME, TRIPS, TOOL_WAIT_MS, WAIT_FIRST_ONLY, LEASE_MS,
- * POLL_MS, CONCURRENCY, POOL_MAX, START_ON_SIGNAL, PRINT_EVENTS, PRINT_BOUNDARIES, PRINT_TOOL_RUNS,
- * PROGRESS_MS, COUNT_CALLS, MEMORY_REPORT_MS.
+ * Variables: DATABASE_URL, CAIRN_SCHEMA (or, with STORE=redis, REDIS_URL and CAIRN_PREFIX), OWNER, AGENT_NAME,
+ * TRIPS, TOOL_WAIT_MS, WAIT_FIRST_ONLY, LEASE_MS, POLL_MS, CONCURRENCY, POOL_MAX, START_ON_SIGNAL, PRINT_EVENTS,
+ * PRINT_BOUNDARIES, PRINT_TOOL_RUNS, PROGRESS_MS, COUNT_CALLS (Postgres only: its statements),
+ * MEMORY_REPORT_MS.
  */
+import type { DurableStore } from '@cairn/sdk';
 import { pgStore } from '@cairn/store-pg';
+import { redisStore } from '@cairn/store-redis';
 import { createWorker } from '@cairn/worker';
+import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { benchAgent } from '../agents.js';
 import { countingSql } from '../counting-sql.js';
@@ -30,21 +34,44 @@ const flag = (name: string) => env(name, '0') === '1';
 const print = (line: object) =>
   process.stdout.write(`${JSON.stringify({ ...line, t: Date.now() })}\n`);
 
-const raw = postgres(env('DATABASE_URL'), {
-  max: Number(env('POOL_MAX', '10')),
-  onnotice: () => undefined,
-});
 const counting = flag('COUNT_CALLS');
-const sent = counting ? countingSql(raw) : undefined;
-const pg = pgStore({ sql: sent?.sql ?? raw, schema: env('CAIRN_SCHEMA') });
-const counted = counting ? countingStore(pg, { bytes: false }) : undefined;
+
+/** The store the worker runs on, what counts its statements (Postgres only), and how to close both. */
+function openStore(): {
+  store: DurableStore & { close(): Promise<void> };
+  sent?: ReturnType<typeof countingSql>;
+  end(): Promise<void>;
+} {
+  if (env('STORE', 'pg') === 'redis') {
+    const client = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: 1 });
+    client.on('error', () => undefined);
+    return {
+      store: redisStore({ client, prefix: env('CAIRN_PREFIX') }),
+      end: async () => client.disconnect(),
+    };
+  }
+  const raw = postgres(env('DATABASE_URL'), {
+    max: Number(env('POOL_MAX', '10')),
+    onnotice: () => undefined,
+  });
+  const sent = counting ? countingSql(raw) : undefined;
+  return {
+    store: pgStore({ sql: sent?.sql ?? raw, schema: env('CAIRN_SCHEMA') }),
+    ...(sent === undefined ? {} : { sent }),
+    end: () => raw.end({ timeout: 5 }),
+  };
+}
+
+const opened = openStore();
+const { sent } = opened;
+const counted = counting ? countingStore(opened.store, { bytes: false }) : undefined;
 const printEvents = env('PRINT_EVENTS', '1') === '1';
 const printBoundaries = flag('PRINT_BOUNDARIES');
 const printToolRuns = flag('PRINT_TOOL_RUNS');
 const progress = { completed: 0, failed: 0, lastCompletedAt: 0 };
 
 const worker = createWorker({
-  store: counted?.store ?? pg,
+  store: counted?.store ?? opened.store,
   agents: [
     benchAgent({
       name: env('AGENT_NAME'),
@@ -136,7 +163,7 @@ process.once('SIGTERM', () => {
   });
   void (async () => {
     await worker.close();
-    await pg.close();
-    await raw.end({ timeout: 5 });
+    await opened.store.close();
+    await opened.end();
   })();
 });

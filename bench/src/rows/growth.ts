@@ -25,8 +25,11 @@ interface GrowthRep {
 
 /** The history's JSON bytes per trip it holds (it is bounded: a long run's oldest trips are dropped). */
 function historyBytesPerTrip(snapshot: JsonValue | null | undefined): number {
-  const history = (snapshot as { history?: { records?: Array<{ t?: string }> } } | null)?.history;
-  const trips = history?.records?.filter((record) => record.t === 'unit').length ?? 0;
+  const history = (snapshot as { history?: { records?: unknown[] } } | null)?.history;
+  // A unit record: `{ t: 'unit' }` in the objects of history v1, `['u', ...]` in the compact form (v2).
+  const isUnit = (record: unknown) =>
+    Array.isArray(record) ? record[0] === 'u' : (record as { t?: string } | null)?.t === 'unit';
+  const trips = history?.records?.filter(isUnit).length ?? 0;
   return trips === 0 ? Number.NaN : JSON.stringify(history).length / trips;
 }
 

@@ -35,7 +35,7 @@ async function massTakeover(ctx: BenchContext, runs: number): Promise<MassRep> {
   await migrateSchema(ctx, schema);
   const name = 'mass';
   const env = (owner: string) => ({
-    ...heldRunsEnv(ctx, schema, name, owner),
+    ...heldRunsEnv(ctx, { store: 'pg', schema }, name, owner),
     CONCURRENCY: String(runs),
     POLL_MS: String(pollMs),
     PRINT_TOOL_RUNS: '1',

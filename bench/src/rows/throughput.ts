@@ -11,12 +11,15 @@ interface ThroughputRep {
   tripsPerSecond: number;
   cost: Cost;
   calls: string;
+  /** Stream store calls (appends and position reads), when the runs streamed. */
+  streamCalls?: number;
 }
 
 /** Enqueues `runs` runs and performs them with one in-process worker; the time from first enqueue to last end. */
 export async function workerThroughput(
   ctx: BenchContext,
   options: { runs: number; trips: number; concurrency: number; poolMax: number },
+  streaming?: { textTokens: number; stream: boolean },
 ): Promise<ThroughputRep> {
   const schema = freshSchema('bench_tp');
   await migrateSchema(ctx, schema);
@@ -25,7 +28,11 @@ export async function workerThroughput(
     const before = await readCounters(ctx.admin, ctx.database);
     const opened = openStore(ctx, schema, options.poolMax);
     const { store, counts } = countingStore(opened.store);
-    const agent = benchAgent({ name: 'throughput', trips: options.trips });
+    const agent = benchAgent({
+      name: 'throughput',
+      trips: options.trips,
+      ...(streaming === undefined ? {} : { textTokens: streaming.textTokens }),
+    });
     let completed = 0;
     const failures: string[] = [];
     let allDone: () => void = () => undefined;
@@ -34,6 +41,7 @@ export async function workerThroughput(
       store,
       agents: [agent],
       concurrency: options.concurrency,
+      stream: streaming?.stream ?? false,
       shutdownSignals: [],
       onEvent: (event) => {
         if (event.type === 'completed') completed += 1;
@@ -62,6 +70,7 @@ export async function workerThroughput(
       tripsPerSecond: (options.runs * options.trips * 1000) / elapsed,
       cost,
       calls: callsPer(counts, options.runs * options.trips),
+      streamCalls: (counts.calls.appendStream ?? 0) + (counts.calls.streamPosition ?? 0),
     };
   } finally {
     await dropSchema(ctx, schema);

@@ -6,3 +6,15 @@ export type {
   AiSdkModelOptions,
   LanguageModelV4Compatible,
 } from './ai-sdk-model.js';
+export { uiMessageStreamResponse, UIMessageMapper, visibleParts } from './ui-message-stream.js';
+export type {
+  SupersededData,
+  UIMessageChunk,
+  UIMessageStreamOptions,
+} from './ui-message-stream.js';
+export { cairnChatTransport } from './chat-transport.js';
+export type {
+  CairnChatTransport,
+  CairnChatTransportOptions,
+  PositionStorage,
+} from './chat-transport.js';

@@ -19,25 +19,59 @@ export interface ErrorContext {
  */
 export function toCairnError(error: unknown, context: ErrorContext): CairnError {
   if (isCairnError(error)) return error;
-  const who = `${context.provider} model "${context.model}"`;
-  const data: JsonObject = { provider: context.provider, model: context.model };
   if (APICallError.isInstance(error)) {
     const { statusCode } = error;
-    if (statusCode !== undefined) data.statusCode = statusCode;
     const retryable = error.isRetryable || isRetryableStatus(statusCode);
-    if (retryable) {
-      const retryAfterMs = retryAfterOf(error.responseHeaders, context);
-      if (retryAfterMs !== undefined) data.retryAfterMs = retryAfterMs;
-    }
+    const retryAfterMs = retryable ? retryAfterOf(error.responseHeaders, context) : undefined;
     const status = statusCode === undefined ? '' : ` with HTTP ${statusCode}`;
-    return new CairnError('MODEL_FAILED', `${who} failed${status}: ${error.message}`, {
+    return modelFailed(context, `failed${status}: ${error.message}`, {
       retryable,
-      data,
+      data: {
+        ...(statusCode === undefined ? {} : { statusCode }),
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      },
       cause: error,
     });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new CairnError('MODEL_FAILED', `${who} failed: ${message}`, { data, cause: error });
+  return modelFailed(context, `failed: ${messageOf(error)}`, { cause: error });
+}
+
+/**
+ * The retryable `MODEL_FAILED` error of a streamed answer that stopped before its end (no `finish` part): a
+ * connection cut short, which a new call may get through.
+ */
+export function streamCutShort(context: ErrorContext): CairnError {
+  return modelFailed(context, 'failed: its stream ended before the answer was finished', {
+    retryable: true,
+  });
+}
+
+function modelFailed(
+  context: ErrorContext,
+  what: string,
+  options: { retryable?: boolean; data?: JsonObject; cause?: unknown },
+): CairnError {
+  const data: JsonObject = { provider: context.provider, model: context.model, ...options.data };
+  return new CairnError('MODEL_FAILED', `${context.provider} model "${context.model}" ${what}`, {
+    retryable: options.retryable ?? false,
+    data,
+    cause: options.cause,
+  });
+}
+
+/** An error's message: a stream's `error` part often holds the provider's error object, not an `Error`. */
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null) {
+    const { message } = error as { message?: unknown };
+    if (typeof message === 'string') return message;
+    try {
+      return JSON.stringify(error) ?? String(error);
+    } catch {
+      return String(error);
+    }
+  }
+  return String(error);
 }
 
 function isRetryableStatus(status: number | undefined): boolean {

@@ -1,9 +1,10 @@
 import type {
   LanguageModelV3FinishReason,
   LanguageModelV3GenerateResult,
+  LanguageModelV3ToolCall,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import type { JsonValue, ModelResponse, ToolCall, Usage } from '@cairn/sdk';
+import type { JsonValue, ModelResponse, Usage } from '@cairn/sdk';
 
 /**
  * Turns a V3 result into a Cairn response: the text parts joined, the tool calls the client must run
@@ -12,19 +13,33 @@ import type { JsonValue, ModelResponse, ToolCall, Usage } from '@cairn/sdk';
  */
 export function fromResult(result: LanguageModelV3GenerateResult): ModelResponse {
   let text = '';
-  const toolCalls: ToolCall[] = [];
+  const toolCalls: LanguageModelV3ToolCall[] = [];
   for (const part of result.content) {
     if (part.type === 'text') text += part.text;
-    else if (part.type === 'tool-call' && part.providerExecuted !== true) {
-      toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseInput(part.input) });
-    }
+    else if (part.type === 'tool-call') toolCalls.push(part);
   }
+  return responseOf({ text, toolCalls, usage: result.usage, finishReason: result.finishReason });
+}
+
+/** What a model answered, gathered from a result's content or from its stream. */
+export interface Answer {
+  text: string;
+  /** Every tool call of the answer, provider-executed ones included, in order. */
+  toolCalls: readonly LanguageModelV3ToolCall[];
+  usage: LanguageModelV3Usage;
+  finishReason: LanguageModelV3FinishReason | string | undefined;
+}
+
+/** The Cairn response of an answer: the client's tool calls with their input parsed, usage, finish reason. */
+export function responseOf(answer: Answer): ModelResponse {
   const response: ModelResponse = {
-    message: { role: 'assistant', content: text },
-    toolCalls,
-    usage: fromUsage(result.usage),
+    message: { role: 'assistant', content: answer.text },
+    toolCalls: answer.toolCalls
+      .filter((call) => call.providerExecuted !== true)
+      .map((call) => ({ id: call.toolCallId, name: call.toolName, args: parseInput(call.input) })),
+    usage: fromUsage(answer.usage),
   };
-  const finishReason = finishReasonOf(result.finishReason);
+  const finishReason = finishReasonOf(answer.finishReason);
   if (finishReason !== undefined) response.finishReason = finishReason;
   return response;
 }

@@ -24,6 +24,8 @@ export interface CommandContext {
   style: Style;
   /** Prints one line (or lines) of text to stdout. */
   print(text: string): void;
+  /** Writes text to stdout as it is, with no newline: a run's streamed text as it comes. */
+  write(text: string): void;
   /** Prints a value as JSON to stdout, indented for one-shot commands, on one line for streams. */
   printJson(value: unknown, options?: { line?: boolean }): void;
   signal?: AbortSignal;

@@ -50,6 +50,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     json,
     style: json ? plainStyle : createStyle({ isTty: io.isTty === true, env: io.env }),
     print: (text) => io.stdout(`${text}\n`),
+    write: (text) => io.stdout(text),
     printJson: (value, options) =>
       io.stdout(
         `${options?.line === true ? JSON.stringify(value) : JSON.stringify(value, null, 2)}\n`,

@@ -24,6 +24,8 @@ export interface RunSummary {
   error: { code: string; message: string } | null;
   /** What a waiting run waits for; null in every other status. */
   waitingFor: WaitingFor | null;
+  /** Why the run's stored rows cannot be read (changed behind the store's back), or null. */
+  unreadable: string | null;
 }
 
 /** The summary of a run a client read. */
@@ -45,6 +47,7 @@ export function runSummary(info: RunInfo): RunSummary {
     updatedAt: info.updatedAt,
     error: info.error === undefined ? null : { code: info.error.code, message: info.error.message },
     waitingFor: info.waitingFor,
+    unreadable: info.unreadable ?? null,
   };
 }
 

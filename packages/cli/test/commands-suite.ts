@@ -79,6 +79,7 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
           'rootRunId',
           'runId',
           'status',
+          'unreadable',
           'updatedAt',
           'waitingFor',
         ].sort(),
@@ -200,8 +201,13 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       const seqs = events.map((event) => event.seq);
       expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       const text = printed(`runs watch ${ids.completed}`).stdout.trim().split('\n');
-      expect(text).toHaveLength(events.length);
-      expect(text.at(-1)).toMatch(/^#\d+ \d\d:\d\d:\d\d\.\d{3} ended completed$/);
+      // Every event on a line of its own, and the text the model streamed on its own line too.
+      const eventLines = text.filter((line) => /^#\d+ /.test(line));
+      expect(eventLines).toHaveLength(events.length);
+      expect(eventLines.at(-1)).toMatch(/^#\d+ \d\d:\d\d:\d\d\.\d{3} ended completed$/);
+      expect(text.filter((line) => !/^#\d+ /.test(line))).toEqual([
+        'Booked CA985 and emailed Ada.',
+      ]);
       const resumed = await run([
         'runs',
         'watch',

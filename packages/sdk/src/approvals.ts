@@ -3,6 +3,32 @@ import { agentSignals, parseApprovalDecision, toolArgsHash } from './agent/agent
 import { CairnError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type { RunSignal } from './store/waits.js';
+import type { Capability, CapabilityInput } from './planner/capability.js';
+import type { AnyTool, ToolArgs } from './tool.js';
+
+/** Whether a call waits for a decision: always (`true`), never, or when a (pure) predicate of its arguments says so. */
+export type ApprovalRule<Args> = boolean | ((args: Args) => boolean);
+
+/**
+ * The approval rules of an agent's tools, by name. When the tools' names are literal types (`defineTool` keeps
+ * them), each predicate takes that tool's own arguments (its input schema's output), and a name that is not one
+ * of the tools is a type error; over tools typed only as `AnyTool`, any name and any arguments.
+ */
+export type ToolApprovalRules<Tools extends AnyTool> = string extends Tools['name']
+  ? // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    Readonly<Record<string, ApprovalRule<any>>>
+  : { readonly [T in Tools as T['name']]?: ApprovalRule<ToolArgs<T>> };
+
+/** The approval rules of a planner's capabilities, by name, typed as `ToolApprovalRules` types a tool's. */
+export type CapabilityApprovalRules<Caps extends Capability> = string extends Caps['name']
+  ? // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    Readonly<Record<string, ApprovalRule<any>>>
+  : { readonly [C in Caps as C['name']]?: ApprovalRule<CapabilityInput<C>> };
+
+/** An agent's approval policy, its rules typed by its tools (see `ToolApprovalRules`). */
+export type AgentApprovalPolicy<Tools extends AnyTool = AnyTool> = Omit<ApprovalPolicy, 'tools'> & {
+  tools: ToolApprovalRules<Tools>;
+};
 
 /**
  * Which tool calls wait for a person's decision before they run: per tool, always (`true`) or when a
@@ -85,31 +111,49 @@ export const heldCallSchema = z.object({
   started: z.boolean().optional(),
 });
 /**
- * Takes decisions on held calls from approval signals (an approval must name the arguments' hash: one that
- * names others approves nothing), then applies the policy's timeout to calls past their deadline. Returns the
- * calls with their decisions. Throws `APPROVAL_TIMEOUT` under `onTimeout: 'fail'`.
+ * Takes decisions on held calls from approval signals, in mailbox order (an approval must name the arguments'
+ * hash: one that names others approves nothing; the first decision on a call counts), then applies the policy's
+ * timeout to calls past their deadline. Returns the calls with their decisions. Throws `APPROVAL_TIMEOUT` under
+ * `onTimeout: 'fail'`.
  */
 export function decideHeldCalls(
   calls: readonly HeldCall[],
   signals: readonly RunSignal[],
   context: HoldContext,
 ): HeldCall[] {
-  const decided = calls.map((call) => ({ ...call }));
-  const undecided = () => decided.filter((call) => call.decision === undefined);
-  for (const signal of signals) {
-    if (signal.name !== agentSignals.approval) continue;
-    const decision = parseApprovalDecision(signal.payload);
-    const call = undecided().find((c) => c.callId === decision?.callId);
-    if (call === undefined || decision === undefined) continue;
-    if (decision.approved && decision.argsHash !== call.argsHash) continue;
-    call.decision = {
-      approved: decision.approved,
-      ...(decision.by === undefined ? {} : { by: decision.by }),
-      ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+  let decided: HeldCall[] = [...calls];
+  for (const signal of signals) decided = withDecision(decided, signal);
+  return withTimeouts(decided, context);
+}
+
+/** The calls after one signal: an approval decides the undecided call it names (with its hash, to approve). */
+export function withDecision(calls: readonly HeldCall[], signal: RunSignal): HeldCall[] {
+  if (signal.name !== agentSignals.approval) return [...calls];
+  const decision = parseApprovalDecision(signal.payload);
+  if (decision === undefined) return [...calls];
+  return calls.map((call) => {
+    if (call.decision !== undefined || call.callId !== decision.callId) return call;
+    if (decision.approved && decision.argsHash !== call.argsHash) return call;
+    return {
+      ...call,
+      decision: {
+        approved: decision.approved,
+        ...(decision.by === undefined ? {} : { by: decision.by }),
+        ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+      },
     };
-  }
-  for (const call of undecided()) {
-    if (call.deadline === null || call.deadline > context.now) continue;
+  });
+}
+
+/**
+ * The calls after the policy's timeout: each still undecided past its deadline is rejected, or (`onTimeout:
+ * 'fail'`) `APPROVAL_TIMEOUT` is thrown. Decisions the mailbox holds are taken first: one the store accepted
+ * counts, even when the deadline passed before the run woke to see it.
+ */
+export function withTimeouts(calls: readonly HeldCall[], context: HoldContext): HeldCall[] {
+  return calls.map((call) => {
+    if (call.decision !== undefined || call.deadline === null || call.deadline > context.now)
+      return call;
     if (context.approval?.onTimeout === 'fail') {
       throw new CairnError(
         'APPROVAL_TIMEOUT',
@@ -117,12 +161,14 @@ export function decideHeldCalls(
         { data: { callId: call.callId, tool: call.tool } },
       );
     }
-    call.decision = {
-      approved: false,
-      reason: `No decision was made within ${context.approval?.timeoutMs} ms.`,
+    return {
+      ...call,
+      decision: {
+        approved: false,
+        reason: `No decision was made within ${context.approval?.timeoutMs} ms.`,
+      },
     };
-  }
-  return decided;
+  });
 }
 
 /** What a stored wait lists of the calls still waiting for a decision (`client.get(runId).waitingFor`). */

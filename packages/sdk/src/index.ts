@@ -31,13 +31,14 @@ export type {
   ModelMessage,
   ModelRequest,
   ModelResponse,
+  ModelStreamPart,
   ModelToolCall,
   ToolCall,
   ToolSpec,
   Usage,
 } from './model.js';
 export { defineTool } from './tool.js';
-export type { AnyTool, Tool, ToolConfig, ToolContext } from './tool.js';
+export type { AnyTool, Tool, ToolArgs, ToolConfig, ToolContext } from './tool.js';
 export { defineAgent } from './agent/define-agent.js';
 export type { Agent, AgentConfig, AgentOutput, AgentResult } from './agent/define-agent.js';
 export type { AgentState } from './agent/agent-state.js';
@@ -49,9 +50,31 @@ export {
   sendApprovalDecision,
   toolArgsHash,
 } from './agent/agent-signals.js';
-export type { ApprovalDecision, PendingApprovalView } from './agent/agent-signals.js';
+export type {
+  ApprovalDecision,
+  ApprovalReceipt,
+  PendingApprovalView,
+} from './agent/agent-signals.js';
+export {
+  callKey,
+  checkDecision,
+  decide,
+  decisionKey,
+  decisionRefusal,
+  decisionSignal,
+  standingDecision,
+  waitedArgsHash,
+} from './store/decisions.js';
+export type { DecisionVerdict, KeptDecision, StandingDecision } from './store/decisions.js';
 export { waitUntilTool } from './agent/agent-waits.js';
-export type { ApprovalPolicy, HeldCall } from './approvals.js';
+export type {
+  AgentApprovalPolicy,
+  ApprovalPolicy,
+  ApprovalRule,
+  CapabilityApprovalRules,
+  HeldCall,
+  ToolApprovalRules,
+} from './approvals.js';
 export { claimableStatuses, isTerminalStatus, terminalStatuses } from './store/contract.js';
 export type {
   AcquireOptions,
@@ -82,12 +105,26 @@ export {
   maxSignalPayloadBytes,
 } from './store/waits.js';
 export type { NewSignal, RunSignal, RunWait, SignalReceipt } from './store/waits.js';
+export {
+  checkStreamChunks,
+  maxStreamName,
+  maxStreamRead,
+  maxStreamText,
+  streamChunksToKeep,
+  streamGapError,
+  streamReadAfter,
+  streamReadLimit,
+} from './store/stream.js';
+export type { StreamChunk, StreamPart, StreamReadOptions, StreamStore } from './store/stream.js';
+export { foldStream } from './stream-text.js';
+export type { StreamFold } from './stream-text.js';
 export { memoryStore } from './store/memory-store.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { runDurable } from './runtime/run-durable.js';
 export type { DurableRunOptions, DurableRunResult } from './runtime/run-durable.js';
 export { createRunner } from './runtime/runner.js';
 export {
+  advisorySnapshotKeys,
   initialRunSnapshot,
   unstartedRunSnapshot,
   unstartedSignature,
@@ -97,6 +134,8 @@ export type { StoredTraceContext } from './runtime/tracing.js';
 export type { DurableOptions, ExecuteOptions, ResumeOptions, Runner } from './runtime/runner.js';
 export { defaultStoreRetry } from './runtime/run-writer.js';
 export type { StoreRetryPolicy } from './runtime/run-writer.js';
+export { checkStreamOptions } from './runtime/run-stream.js';
+export type { StreamOptions } from './runtime/run-stream.js';
 export type {
   Boundary,
   BoundaryHook,
@@ -115,7 +154,7 @@ export type {
 } from './runtime/step-function.js';
 export { definePlanner } from './planner/define-planner.js';
 export type { Planner, PlannerConfig, PlannerResult } from './planner/define-planner.js';
-export type { Capability, Executable } from './planner/capability.js';
+export type { Capability, CapabilityInput, Executable } from './planner/capability.js';
 export type { Plan, PlanNode } from './planner/plan.js';
 export { planLimits } from './planner/plan-limits.js';
 export {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, storableJson, storableView } from './json.js';
+import { canonicalJson, StorableViews, storableJson, storableView } from './json.js';
 
 describe('storableJson', () => {
   it('replaces NUL and lone surrogates, in values and keys, and keeps everything else as it was', () => {
@@ -38,6 +38,43 @@ describe('storableView', () => {
     const view = storableView(value);
     expect(view).toEqual({ messages: [{ content: 'cut \ufffd' }], nul: 'a\ufffdb' });
     expect(value.messages[0]!.content).toBe(`cut ${'😀'.slice(0, 1)}`);
+  });
+});
+
+describe('StorableViews', () => {
+  it('checks what is new in a state that grew, and finds a bad string beside parts checked before', () => {
+    const views = new StorableViews();
+    const first = { role: 'user', content: 'go' };
+    const before = { messages: [first] };
+    expect(views.view(before)).toBe(before);
+    const cut = { role: 'tool', content: `cut ${'😀'.slice(0, 1)}` };
+    const grown = { messages: [first, cut] };
+    expect(views.view(grown)).toEqual({
+      messages: [first, { role: 'tool', content: 'cut \ufffd' }],
+    });
+    expect(cut.content).toBe(`cut ${'😀'.slice(0, 1)}`);
+    // A key, a part of another kind than before, an object that says what its JSON is.
+    const key = { [`k${'😀'.slice(1)}`]: 1 };
+    expect(views.view({ messages: [first], key })).toEqual({
+      messages: [first],
+      key: { 'k\ufffd': 1 },
+    });
+    const dated = { messages: { at: new Date(0), bad: 'a\u0000b' } };
+    expect(views.view(dated)).toEqual({
+      messages: { at: '1970-01-01T00:00:00.000Z', bad: 'a\ufffdb' },
+    });
+    const fine = { messages: [first, { role: 'tool', content: 'ok' }], n: 1 };
+    expect(views.view(fine)).toBe(fine);
+  });
+
+  it('refuses what JSON cannot write, beside parts checked before too', () => {
+    const views = new StorableViews();
+    const first = { a: 1 };
+    views.view({ list: [first] });
+    expect(() => views.view({ list: [first, { n: 1n }] })).toThrow(TypeError);
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    expect(() => views.view({ list: [first, cyclic] })).toThrow(TypeError);
   });
 });
 

@@ -50,13 +50,81 @@ export function storableJson<T>(value: T): T {
 /**
  * The value itself when every string in it is storable as it is (the usual case), else a storable copy, as
  * `storableJson` makes. For a value handed to a store that serializes or copies it (every store does, before
- * its write settles) and that nothing changes meanwhile: it saves `storableJson`'s parse, which for a
- * checkpoint is a copy of the whole conversation each trip. A value that is not JSON fails here too.
+ * its write settles) and that nothing changes afterwards: it saves `storableJson`'s parse. A value that is not
+ * JSON fails here too.
  */
 export function storableView<T>(value: T): T {
+  return isStorableText(value) ? value : storableCopy(value);
+}
+
+/**
+ * `storableView` for one run's checkpoints, one after another. A part of the state that is the very value the
+ * last checkpoint held was found storable then and is not looked at again (the runtime replaces a part of its
+ * state, never changes one in place); what is new is checked by its JSON. A checkpoint costs what is new in the
+ * state, not the whole conversation again.
+ */
+export class StorableViews {
+  private last: unknown;
+
+  view<T>(value: T): T {
+    if (isStorableBeside(value, this.last)) {
+      this.last = value;
+      return value;
+    }
+    this.last = undefined;
+    return storableCopy(value);
+  }
+}
+
+// A NUL or a surrogate: a string without one (nearly every string) needs no closer look.
+const suspectCharacter = /[\u0000\ud800-\udfff]/;
+// A NUL, or a surrogate without its other half, in a string as it is (not as JSON escapes it).
+const unstorableCharacter =
+  /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function isStorableString(text: string): boolean {
+  return !suspectCharacter.test(text) || !unstorableCharacter.test(text);
+}
+
+function isStorableText(value: unknown): boolean {
   const text = JSON.stringify(value);
-  if (text === undefined || !unstorableEscape.test(text)) return value;
-  return makeStorable(JSON.parse(text) as unknown) as T;
+  return text === undefined || !unstorableEscape.test(text);
+}
+
+function storableCopy<T>(value: T): T {
+  return makeStorable(JSON.parse(JSON.stringify(value)) as unknown) as T;
+}
+
+/**
+ * Whether `value` is storable, given that `previous` was: the parts that are the same values as `previous`'s at
+ * the same place are, and so are the keys and elements of a container that is where `previous` has one of its
+ * kind; any other part is checked by its JSON (which throws on what JSON cannot write).
+ */
+function isStorableBeside(value: unknown, previous: unknown): boolean {
+  if (value === previous) return true;
+  if (typeof value === 'string') return isStorableString(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return true;
+  if (Array.isArray(value) && Array.isArray(previous)) {
+    for (let i = 0; i < value.length; i += 1)
+      if (!isStorableBeside(value[i], previous[i])) return false;
+    return true;
+  }
+  if (isPlainObject(value) && isPlainObject(previous)) {
+    for (const key of Object.keys(value)) {
+      if (!isStorableString(key) || !isStorableBeside(value[key], previous[key])) return false;
+    }
+    return true;
+  }
+  return isStorableText(value);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as { toJSON?: unknown }).toJSON !== 'function'
+  );
 }
 
 function makeStorable(value: unknown): unknown {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CairnError, deserializeError, type SerializedError } from './errors.js';
 import type { JsonInput, JsonObject, JsonValue } from './json.js';
+import type { StreamPart } from './store/stream.js';
 
 /**
  * A tool call the model asked for, as the conversation holds it. `args` are as the model gave them, before
@@ -89,7 +90,16 @@ export interface Model {
   readonly name: string;
   readonly provider: string;
   generate(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * The same answer as `generate`, streamed: `onPart` is called with each delta as it arrives (text,
+   * reasoning, a tool call's input), and the promise resolves with the whole answer once the model finished,
+   * which is what the runtime journals. Optional: a run of a model without it streams its whole text at once.
+   */
+  stream?(request: ModelRequest, onPart: (part: ModelStreamPart) => void): Promise<ModelResponse>;
 }
+
+/** A delta a streaming model reports. */
+export type ModelStreamPart = Exclude<StreamPart, { type: 'superseded' }>;
 
 /** JSON nested deeper than this is refused: a model's tool arguments are never that deep. */
 const maxJsonDepth = 256;
@@ -158,8 +168,17 @@ export function addUsage(a: Usage, b: Usage): Usage {
  * Asks a model and checks its answer before the runtime journals it: a malformed response is a typed
  * `MODEL_FAILED` error, not a corrupt journal entry.
  */
-export async function generateChecked(model: Model, request: ModelRequest): Promise<JsonValue> {
-  const response = await model.generate(request);
+export async function generateChecked(
+  model: Model,
+  request: ModelRequest,
+  onPart?: (part: ModelStreamPart) => void,
+): Promise<JsonValue> {
+  const response =
+    onPart === undefined
+      ? await model.generate(request)
+      : model.stream !== undefined
+        ? await model.stream(request, onPart)
+        : await generateAsStream(model, request, onPart);
   const parsed = modelResponseSchema.safeParse(response);
   if (!parsed.success) {
     throw new CairnError(
@@ -168,6 +187,29 @@ export async function generateChecked(model: Model, request: ModelRequest): Prom
     );
   }
   return parsed.data as unknown as JsonValue;
+}
+
+/** A model that does not stream, streamed: its whole answer at once, once it came. */
+async function generateAsStream(
+  model: Model,
+  request: ModelRequest,
+  onPart: (part: ModelStreamPart) => void,
+): Promise<ModelResponse> {
+  const response = await model.generate(request);
+  const text: unknown = response?.message?.content;
+  if (typeof text === 'string' && text.length > 0) onPart({ type: 'text', text });
+  for (const call of Array.isArray(response?.toolCalls) ? response.toolCalls : []) {
+    if (typeof call?.id !== 'string' || typeof call.name !== 'string') continue;
+    let args: string;
+    try {
+      args = JSON.stringify(call.args ?? null);
+    } catch {
+      continue; // Not JSON: the answer's check below refuses it.
+    }
+    onPart({ type: 'tool-input-start', toolCallId: call.id, toolName: call.name });
+    onPart({ type: 'tool-input', toolCallId: call.id, delta: args });
+  }
+  return response;
 }
 
 /**

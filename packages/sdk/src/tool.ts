@@ -28,9 +28,9 @@ export const defaultToolTimeoutMs = 60_000;
 const maxTimeoutMs = 2_147_483_647;
 
 /** What `defineTool` takes. */
-export interface ToolConfig<Schema extends z.ZodType, Result> {
+export interface ToolConfig<Schema extends z.ZodType, Result, Name extends string = string> {
   /** Letters, digits, `_` and `-`, at most 64: what providers accept. */
-  name: string;
+  name: Name;
   description: string;
   input: Schema;
   execute(args: z.output<Schema>, context: ToolContext): Promise<Result> | Result;
@@ -54,9 +54,9 @@ export interface ToolConfig<Schema extends z.ZodType, Result> {
   timeoutMs?: number;
 }
 
-/** A tool an agent can call. Its result must be JSON. */
-export interface Tool<Args = unknown, Result = unknown> {
-  readonly name: string;
+/** A tool an agent can call. Its result must be JSON. `Name` is its name as a literal type, when known. */
+export interface Tool<Args = unknown, Result = unknown, Name extends string = string> {
+  readonly name: Name;
   readonly description: string;
   readonly input: z.ZodType<Args>;
   readonly idempotent: boolean;
@@ -70,12 +70,15 @@ export interface Tool<Args = unknown, Result = unknown> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTool = Tool<any, any>;
 
+/** The arguments a tool's `execute` receives (its input schema's output). */
+export type ToolArgs<T> = T extends Tool<infer Args, unknown, string> ? Args : never;
+
 const toolName = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Defines a tool: a name and description for the model, a zod input schema, and what it does. */
-export function defineTool<Schema extends z.ZodType, Result>(
-  config: ToolConfig<Schema, Result>,
-): Tool<z.output<Schema>, Result> {
+export function defineTool<Schema extends z.ZodType, Result, const Name extends string = string>(
+  config: ToolConfig<Schema, Result, Name>,
+): Tool<z.output<Schema>, Result, Name> {
   if (!toolName.test(config.name)) {
     throw new CairnError(
       'INVALID_ARGUMENT',

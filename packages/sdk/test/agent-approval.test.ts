@@ -133,22 +133,27 @@ describe('an agent whose tool call needs approval', () => {
     await expect(agent.approve(runId, 'c-nope', { argsHash: 'x' })).rejects.toSatisfy(
       (e) => e instanceof CairnError && e.code === 'INVALID_ARGUMENT',
     );
-    // Sent around the check (straight to the store): it approves nothing, the call keeps waiting.
-    await store.signal(runId, {
-      name: 'cairn.approval',
-      payload: { callId: 'c-refund', approved: true, argsHash: 'forged' },
-    });
+    // Sent around the client (straight to the store): the store checks it the same way, and keeps nothing.
+    await expect(
+      store.signal(runId, {
+        name: 'cairn.approval',
+        payload: { callId: 'c-refund', approved: true, argsHash: 'forged' },
+      }),
+    ).rejects.toSatisfy((e) => e instanceof CairnError && e.code === 'INVALID_ARGUMENT');
     await expect(agent.resume(runId)).rejects.toBeInstanceOf(RunWaitingError);
     expect(refund.refunds).toEqual([]);
     const { argsHash } = pendingApprovals((await store.load(runId))!.run.wait?.detail)[0]!;
+    const approved = { callId: 'c-refund', approved: true, argsHash, by: 'ana' };
     expect(await agent.approve(runId, 'c-refund', { argsHash, by: 'ana' })).toEqual({
-      seq: 2,
+      seq: 1,
       duplicate: false,
+      decision: approved,
     });
     // A second click: accepted once.
     expect(await agent.approve(runId, 'c-refund', { argsHash, by: 'ana' })).toEqual({
-      seq: 2,
+      seq: 1,
       duplicate: true,
+      decision: approved,
     });
     const result = await agent.resume(runId);
     expect(result.output).toBe('Handled.');
@@ -233,30 +238,28 @@ describe('an agent whose tool call needs approval', () => {
     expect(refund.refunds).toHaveLength(1);
   });
 
-  it('keeps a decision that arrived before the call was held, and applies it when it is: no wait', async () => {
+  it('refuses a decision sent before the call is held, through the client and raw alike: nothing is kept', async () => {
     const { store, refund, agent } = setup();
     await queueRun(store, 'early');
-    // Sent around the client (which only decides calls a run waits on), before the model asked for the call.
-    await store.signal('early', {
-      name: 'cairn.approval',
-      payload: {
-        callId: 'c-refund',
-        approved: true,
-        argsHash: toolArgsHash({ order: 'o-1', cents: 120_000 }),
-      },
+    const argsHash = toolArgsHash({ order: 'o-1', cents: 120_000 });
+    const notWaiting = (e: unknown) =>
+      e instanceof CairnError && e.code === 'INVALID_ARGUMENT' && e.data.reason === 'not waiting';
+    await expect(agent.approve('early', 'c-refund', { argsHash })).rejects.toSatisfy(notWaiting);
+    // Sent around the client, before the model asked for the call: the same answer.
+    await expect(
+      store.signal('early', {
+        name: 'cairn.approval',
+        payload: { callId: 'c-refund', approved: true, argsHash },
+      }),
+    ).rejects.toSatisfy(notWaiting);
+    expect(await store.mailbox('early')).toEqual([]);
+    await expect(agent.resume('early')).rejects.toBeInstanceOf(RunWaitingError);
+    expect(refund.refunds).toEqual([]);
+    // Once it waits, the same decision is accepted and applied.
+    expect(await agent.approve('early', 'c-refund', { argsHash })).toMatchObject({
+      duplicate: false,
     });
     await expect(agent.resume('early')).resolves.toMatchObject({ output: 'Handled.' });
     expect(refund.refunds).toHaveLength(1);
-  });
-
-  it('does not apply an early approval of other arguments: the call waits for a decision', async () => {
-    const { store, refund, agent } = setup();
-    await queueRun(store, 'early-other');
-    await store.signal('early-other', {
-      name: 'cairn.approval',
-      payload: { callId: 'c-refund', approved: true, argsHash: toolArgsHash({ cents: 1 }) },
-    });
-    await expect(agent.resume('early-other')).rejects.toBeInstanceOf(RunWaitingError);
-    expect(refund.refunds).toEqual([]);
   });
 });

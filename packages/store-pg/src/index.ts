@@ -1,3 +1,3 @@
-/** @cairn/store-pg: Cairn's snapshots, journal and fenced leases on Postgres. */
+/** @cairn/store-pg: Cairn's snapshots, journal, stream logs and fenced leases on Postgres. */
 export { migrationSql, pgStore } from './pg-store.js';
 export type { PgStore, PgStoreOptions, PruneOptions } from './pg-store.js';

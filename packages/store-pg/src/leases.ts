@@ -84,10 +84,21 @@ export class Leases {
     { owner, ttlMs, reclaimOwn }: AcquireOptions,
   ): Promise<Lease | undefined> {
     checkTtl(ttlMs);
-    const { sql, names } = this.ctx;
+    const { sql, names, session } = this.ctx;
     try {
-      const lease = await this.underOwnSession((session) =>
-        claimRun(sql, names, { runId, owner, ttlMs, reclaimOwn: reclaimOwn === true, session }),
+      // Sessions found gone are marked dead: the grace of another instance's counts from then.
+      await this.probe();
+      const lease = await this.underOwnSession((sessionId) =>
+        claimRun(sql, names, {
+          runId,
+          owner,
+          ttlMs,
+          reclaimOwn: reclaimOwn === true,
+          session: sessionId,
+          instance: this.ctx.instance,
+          takeOthers: session === undefined || session.mayTakeOthers(this.ctx.graceMs),
+          graceMs: this.ctx.graceMs,
+        }),
       );
       if (lease !== undefined) return lease;
       if (!(await runExists(sql, names, runId))) throw new RunNotFoundError(runId);
@@ -117,9 +128,9 @@ export class Leases {
           reclaimOwner: options.reclaimOwner ?? null,
           session: sessionId,
           instance: this.ctx.instance,
-          // After its own session (re)opened, an instance leaves other instances' runs alone for a grace: after a
+          // After its own session reopened, an instance leaves other instances' runs alone for a grace: after a
           // failover every instance first takes its own runs back.
-          takeOthers: session === undefined || session.age(now) >= this.ctx.graceMs,
+          takeOthers: session === undefined || session.mayTakeOthers(this.ctx.graceMs, now),
           graceMs: this.ctx.graceMs,
           sweepExpired,
           skip: options.skip ?? [],

@@ -12,8 +12,14 @@ export interface Names {
   snapshotChunks: string;
   sessions: string;
   signals: string;
+  /** A run's stream log: one row per chunk. */
+  runStream: string;
+  /** `stream_position(run_seq)`: the highest position in an incarnation's stream, read after the row lock. */
+  streamPosition: string;
   /** `send_signal(run_id, name, payload, idempotency_key)`: the SQL function behind `signal`. */
   sendSignal: string;
+  /** `send_decision(run_id, payload)`: a decision on a held call, checked against the run's wait (`signal`). */
+  sendDecision: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
   channel: string;
@@ -40,7 +46,10 @@ export function schemaNames(schema: string): Names {
     snapshotChunks: `${quotedSchema}."snapshot_chunks"`,
     sessions: `${quotedSchema}."sessions"`,
     signals: `${quotedSchema}."signals"`,
+    runStream: `${quotedSchema}."run_stream"`,
+    streamPosition: `${quotedSchema}."stream_position"`,
     sendSignal: `${quotedSchema}."send_signal"`,
+    sendDecision: `${quotedSchema}."send_decision"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,
   };

@@ -2,15 +2,19 @@ import { randomUUID } from 'node:crypto';
 import {
   CairnError,
   checkRunWait,
+  checkStreamChunks,
   LeaseLostError,
   notAChildError,
   RunNotFoundError,
+  streamReadAfter,
+  streamReadLimit,
   terminalStatuses,
   type Checkpoint,
   type DurableStore,
   type Fence,
   type NewRun,
   type RunStatus,
+  type StreamStore,
 } from '@cairn/sdk';
 import postgres, { type Options } from 'postgres';
 import type { AnySql } from './db.js';
@@ -28,8 +32,10 @@ import { moveRuns } from './sql/move-runs.js';
 import { nextWake } from './sql/next-wake.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { readMailbox } from './sql/read-mailbox.js';
+import { readStream } from './sql/read-stream.js';
 import { requestCancel } from './sql/request-cancel.js';
 import { sendSignal } from './sql/send-signal.js';
+import { streamPosition } from './sql/stream-position.js';
 import { updateStatus } from './sql/update-status.js';
 import { BatchedWrites } from './writes.js';
 
@@ -57,9 +63,10 @@ export interface PgStoreOptions {
   /** How often the session is checked (and reopened at once after a loss). @defaultValue 2000 */
   keepaliveMs?: number;
   /**
-   * How long a worker waits, once it found another instance's session gone (and that instance has no other),
-   * before taking its runs; and, after its own session (re)opened, before taking any other instance's: after
-   * a failover, every instance takes its own runs back first. `acquire` (execute, resume) does not wait.
+   * How long a claimer waits, once it found another instance's session gone (and that instance has no other),
+   * before taking its runs; and, after its own session reopened, before taking any other instance's: after a
+   * failover, every instance takes its own runs back first. Every claim path keeps it: a worker's batch claim and
+   * `acquire` (execute, resume, a client's cancel), so a holder whose connection only blipped keeps its runs.
    * @defaultValue 3000
    */
   takeoverGraceMs?: number;
@@ -83,6 +90,12 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   migrationSql(): string;
   /** Deletes finished runs last updated before `olderThan`, never a leased one; returns how many. */
   prune(options: PruneOptions): Promise<number>;
+  /** Appends to a run's stream log under the fence, in one statement with other runs' appends. */
+  appendStream: StreamStore['appendStream'];
+  /** Reads a run's stream log from a position. */
+  readStream: StreamStore['readStream'];
+  /** The highest position in a run's stream log, 0 when it has none. */
+  streamPosition: StreamStore['streamPosition'];
   /** Ends the store's session: what it still holds is taken over by other workers. Leaves `sql` open. */
   close(): Promise<void>;
 }
@@ -153,13 +166,16 @@ export function pgStore(options: PgStoreOptions): PgStore {
             await moveRuns(sql, names, previous, current);
           },
         });
+  const graceMs = options.takeoverGraceMs ?? 3_000;
   const leases = new Leases({
     sql,
     names,
     session,
     instance,
-    graceMs: options.takeoverGraceMs ?? 3_000,
-    probeMs: 1_000,
+    graceMs,
+    // Sessions gone are looked for at most once a second, and at least twice per grace: a short grace (0 in
+    // tests) means a claim right after a crash takes its runs, not one that finds the last probe too recent.
+    probeMs: Math.min(1_000, graceMs / 2),
   });
   const writes = new BatchedWrites(sql, names);
   let ready: Promise<void> | undefined;
@@ -189,7 +205,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
   async function fenced(
     fence: Fence,
     operation: string,
-    write: () => Promise<LeaseLostError | undefined>,
+    write: () => Promise<CairnError | undefined>,
   ): Promise<void> {
     const refused = await run(operation, write, fence.runId);
     if (refused !== undefined) throw refused;
@@ -211,7 +227,9 @@ export function pgStore(options: PgStoreOptions): PgStore {
       run('load a run', async () => {
         const found = await loadRun(sql, names, runId);
         if (found === undefined) return undefined;
-        writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
+        // A run whose history rows were dropped is written in full next time, which mends them.
+        if (found.stored.dropped) writes.storedItems.forget(runId);
+        else writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
     save: async (fence, checkpoint) => {
@@ -228,22 +246,25 @@ export function pgStore(options: PgStoreOptions): PgStore {
     },
     append: (fence, entries) =>
       fenced(fence, 'append to the journal', () => writes.append(fence, entries)),
-    updateStatus: async (fence, update) => {
-      if (update.status === 'waiting') {
-        throw new CairnError(
-          'INVALID_ARGUMENT',
-          'A run starts waiting with a checkpoint, not a status change.',
-          { data: { runId: fence.runId } },
-        );
-      }
-      return fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update));
+    appendStream: async (fence, chunks) => {
+      checkStreamChunks(fence.runId, chunks);
+      await fenced(fence, 'append to the stream', () => writes.appendStream(fence, chunks));
     },
+    readStream: async (runId, readOptions) => {
+      const after = streamReadAfter(readOptions);
+      const limit = streamReadLimit(readOptions);
+      return run('read a stream', () => readStream(sql, names, runId, after, limit), runId);
+    },
+    streamPosition: (runId) =>
+      run('read a stream position', () => streamPosition(sql, names, runId), runId),
+    updateStatus: (fence, update) =>
+      fenced(fence, 'update a status', () => updateStatus(sql, names, fence, update)),
     list: (filter = {}) => run('list runs', () => listRuns(sql, names, filter)),
     signal: (runId, signal) =>
       run('send a signal', () => sendSignal(sql, names, runId, signal), runId),
     mailbox: (runId) => run('read a mailbox', () => readMailbox(sql, names, runId), runId),
-    nextWake: (definitions) =>
-      run('find the next wake-up', () => nextWake(sql, names, definitions)),
+    nextWake: (definitions, after) =>
+      run('find the next wake-up', () => nextWake(sql, names, definitions, after)),
     delete: (runId) => {
       writes.storedItems.forget(runId);
       return run('delete a run', () => deleteRun(sql, names, runId));
@@ -297,6 +318,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
       }),
     release: async (lease) => {
       await ensureReady();
+      writes.storedItems.forget(lease.runId);
       return leases.release(lease);
     },
     close,

@@ -11,11 +11,12 @@ import {
 } from '@cairn/sdk';
 import type { Names } from './names.js';
 import {
-  arraysOfChunks,
+  arraysOfRows,
   checkItemCounts,
   mergeSnapshot,
+  type ChunkRow,
   type LoadedArray,
-} from './snapshot-items.js';
+} from './snapshot-rows.js';
 
 /** Milliseconds since the epoch of a timestamptz column, as float8 so it arrives as a number. */
 export function millis(column: string): string {
@@ -45,6 +46,7 @@ const columns = [
   'created_at',
   'updated_at',
   'recoveries',
+  'stalls',
   'cancel_requested',
   'parent_run_id',
   'parent_incarnation',
@@ -57,6 +59,11 @@ const at = Object.fromEntries(columns.map((name, index) => [name, index])) as Re
   (typeof columns)[number],
   number
 >;
+
+/** When the run of a row selected with `runColumns` was created (ms): read without decoding the rest. */
+export function createdAtOf(row: readonly unknown[]): number {
+  return row[at.created_at] as number;
+}
 
 /** How many columns `runColumns` selects. */
 export const runColumnCount = columns.length;
@@ -87,13 +94,15 @@ export function runColumns(names: Names, alias: string): string {
     created_at: millis(c('created_at')),
     updated_at: millis(c('updated_at')),
     recoveries: c('recoveries'),
+    stalls: c('stalls'),
     cancel_requested: c('cancel_requested'),
     parent_run_id: c('parent_run_id'),
     parent_incarnation: `${c('parent_incarnation')}::text`,
     root_run_id: c('root_run_id'),
     snapshot_version: `${c('snapshot_version')}::float8`,
+    // Each row's items as a JSON string, parsed on its own: one row that is not JSON spoils only its own run.
     snapshot_items: `(SELECT '[' || coalesce(string_agg(
-                        '[' || to_json(s.path)::text || ',' || s.idx || ',' || s.items || ']', ','
+                        '[' || to_json(s.path)::text || ',' || s.idx || ',' || to_json(s.items)::text || ']', ','
                         ORDER BY s.path, s.idx), '') || ']'
         FROM ${names.snapshotChunks} s WHERE s.run_seq = ${c('created_seq')})`,
     // The wait as the JSON text of a RunWait, its detail in the exact bytes it was written as.
@@ -152,29 +161,48 @@ export function decodeJournal(text: unknown, runId: string): JournalEntry[] {
   return (entries as JournalEntry[]).sort((a, b) => seqOf(a) - seqOf(b));
 }
 
-/** The snapshot version and long arrays a row carried, for the store's record of what is stored. */
+/**
+ * The snapshot version and long arrays a row carried, for the store's record of what is stored; `dropped` when an
+ * advisory array (history) could not be read, and was left out. `SNAPSHOT_INVALID` when the rows cannot be read.
+ */
 export function storedItemsOf(row: readonly unknown[]): {
   version: number;
   arrays: Map<string, LoadedArray>;
+  dropped: boolean;
 } {
-  const chunks = JSON.parse(row[at.snapshot_items] as string) as Array<
-    [string, number, JsonValue[]]
-  >;
-  const arrays = arraysOfChunks(chunks);
-  if (typeof arrays === 'string') throw snapshotInvalidError(row[at.run_id] as string, arrays);
-  return { version: row[at.snapshot_version] as number, arrays };
+  const read = readArrays(row);
+  return {
+    version: row[at.snapshot_version] as number,
+    arrays: read.arrays,
+    dropped: read.dropped.size > 0,
+  };
+}
+
+function readArrays(row: readonly unknown[]): ReturnType<typeof arraysOfRows> & object {
+  const runId = row[at.run_id] as string;
+  let rows: ChunkRow[];
+  try {
+    rows = JSON.parse(row[at.snapshot_items] as string) as ChunkRow[];
+  } catch {
+    throw snapshotInvalidError(runId, 'its long arrays cannot be read');
+  }
+  const read = arraysOfRows(rows);
+  if (typeof read === 'string') throw snapshotInvalidError(runId, read);
+  return read;
 }
 
 function mergeSnapshotOf(row: readonly unknown[]): JsonValue | null {
-  const stored = parseJson(row[at.snapshot], row[at.run_id] as string);
-  const { arrays } = storedItemsOf(row);
+  const runId = row[at.run_id] as string;
+  const stored = parseJson(row[at.snapshot], runId);
+  const read = readArrays(row);
   if (stored === null) return stored;
-  const { inline, problem } = checkItemCounts(stored, arrays);
-  if (problem !== undefined) throw snapshotInvalidError(row[at.run_id] as string, problem);
-  if (arrays.size === 0) return inline;
+  const { inline, arrays, dropped, problem } = checkItemCounts(stored, read);
+  if (problem !== undefined) throw snapshotInvalidError(runId, problem);
+  if (arrays.size === 0 && dropped.size === 0) return inline;
   return mergeSnapshot(
     inline,
-    Object.fromEntries([...arrays].map(([path, array]) => [path, array.items])),
+    new Map([...arrays].map(([path, array]) => [path, array.items])),
+    dropped,
   );
 }
 
@@ -188,23 +216,41 @@ function parseJson(text: unknown, runId: string, what = 'snapshot'): JsonValue |
 }
 
 /**
- * Builds a `RunRecord` from a row selected with `runColumns`. A snapshot changed behind the store's back is
- * `SNAPSHOT_INVALID`, or, with `malformed: 'null'` (a listing, which must not fail for every run because of
- * one), a record whose snapshot is null.
+ * Builds a `RunRecord` from a row selected with `runColumns`. A run whose rows were changed behind the store's
+ * back is `SNAPSHOT_INVALID`, or, with `malformed: 'null'` (a listing or a batch claim, which must not fail for
+ * every run because of one), a record whose snapshot is null, marked `unreadable` with why.
  */
 export function decodeRun(
   row: readonly unknown[],
   malformed: 'throw' | 'null' = 'throw',
 ): RunRecord {
+  let unreadable: string | undefined;
+  /** A part of the row read, or, in a listing, null once it cannot be (the first reason kept). */
+  const read = <T>(part: () => T): T | null => {
+    if (malformed === 'throw') return part();
+    try {
+      return part();
+    } catch (error) {
+      unreadable ??= isCairnError(error)
+        ? error.message
+        : `its rows cannot be read: ${String(error)}`;
+      return null;
+    }
+  };
+  const snapshot = read(() => mergeSnapshotOf(row));
+  const record = read(() => decodeRecord(row, snapshot)) ?? decodeRecord(row, null, true);
+  if (unreadable !== undefined) return { ...record, snapshot: null, unreadable };
+  return record;
+}
+
+/** The record of a row, its snapshot given; `bare` leaves out what is parsed from JSON (output, error, wait). */
+function decodeRecord(
+  row: readonly unknown[],
+  snapshot: JsonValue | null,
+  bare = false,
+): RunRecord {
   const runId = row[at.run_id] as string;
   const parentRunId = row[at.parent_run_id] as string | null;
-  let snapshot: JsonValue | null;
-  try {
-    snapshot = mergeSnapshotOf(row);
-  } catch (error) {
-    if (malformed === 'throw' || !isCairnError(error)) throw error;
-    snapshot = null;
-  }
   const record: RunRecord = {
     runId,
     incarnation: row[at.incarnation] as string,
@@ -219,14 +265,16 @@ export function decodeRun(
     createdAt: row[at.created_at] as number,
     updatedAt: row[at.updated_at] as number,
     recoveries: row[at.recoveries] as number,
+    stalls: row[at.stalls] as number,
     cancelRequested: row[at.cancel_requested] as boolean,
     parent:
       parentRunId === null
         ? null
         : { runId: parentRunId, incarnation: row[at.parent_incarnation] as string },
     rootRunId: (row[at.root_run_id] as string | null) ?? null,
-    wait: (parseJson(row[at.wait], runId, 'wait') as RunWait | null) ?? null,
+    wait: bare ? null : ((parseJson(row[at.wait], runId, 'wait') as RunWait | null) ?? null),
   };
+  if (bare) return record;
   if (typeof row[at.output] === 'string')
     record.output = parseJson(row[at.output], runId, 'output') as JsonValue;
   if (typeof row[at.error] === 'string')

@@ -57,6 +57,8 @@ export class LivenessSession {
   private opening: Promise<Open> | undefined;
   private current: Open | undefined;
   private readonly lost: number[] = [];
+  /** A session of this instance was lost once: it may have runs of its own to take back first. */
+  private everLost = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -70,6 +72,15 @@ export class LivenessSession {
   /** How long the live session has been open, or 0 when none is. */
   age(now = Date.now()): number {
     return this.current === undefined ? 0 : now - this.current.openedAt;
+  }
+
+  /**
+   * Whether this instance may take other instances' runs now: its first session never lost (it has no runs of
+   * its own to take back), or the live one open for at least `graceMs` (after a failover, every instance takes
+   * its own runs back first).
+   */
+  mayTakeOthers(graceMs: number, now = Date.now()): boolean {
+    return !this.everLost || this.age(now) >= graceMs;
   }
 
   /** The ids of this instance's sessions: the live one and those lost since (their runs may still move here). */
@@ -197,6 +208,7 @@ export class LivenessSession {
   private retire(open: Open): void {
     if (this.current !== open) return;
     this.current = undefined;
+    this.everLost = true;
     this.lost.push(open.id);
     void open.instance.end({ timeout: 0 }).catch(() => undefined);
   }

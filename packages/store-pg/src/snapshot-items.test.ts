@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  arraysOfChunks,
-  checkItemCounts,
-  itemCountsKey,
-  mergeSnapshot,
-  splitSnapshot,
-  StoredItems,
-  type LoadedArray,
-} from './snapshot-items.js';
+import { splitSnapshot, StoredItems } from './snapshot-items.js';
 
 const snapshot = {
   format: 1,
@@ -19,47 +11,7 @@ const snapshot = {
   pending: [],
 };
 
-describe('splitting a snapshot into its long arrays', () => {
-  it('takes out arrays of at least four elements under objects and puts them back', () => {
-    const split = splitSnapshot(snapshot);
-    expect([...split.arrays.keys()]).toEqual([
-      '["state","messages"]',
-      '["state","nested","ledger"]',
-    ]);
-    expect(split.inline).toEqual({
-      format: 1,
-      state: { messages: [], short: [1, 2], nested: { ledger: [] } },
-      pending: [],
-      [itemCountsKey]: [5, 4],
-    });
-    const loaded = new Map(
-      [...split.arrays].map(([path, items]): [string, LoadedArray] => [
-        path,
-        { items, starts: [0] },
-      ]),
-    );
-    const { inline, problem } = checkItemCounts(split.inline, loaded);
-    expect(problem).toBeUndefined();
-    expect(mergeSnapshot(inline, Object.fromEntries(split.arrays))).toEqual(snapshot);
-  });
-
-  it('tells when the rows loaded hold fewer or more elements than were written', () => {
-    const split = splitSnapshot(snapshot);
-    const loaded = (messages: number, extra = false) => {
-      const arrays = new Map<string, LoadedArray>([
-        ['["state","messages"]', { items: Array<null>(messages).fill(null), starts: [0] }],
-        ['["state","nested","ledger"]', { items: ['a', 'b', 'c', 'd'], starts: [0] }],
-      ]);
-      if (extra) arrays.set('["state","other"]', { items: [1], starts: [0] });
-      return arrays;
-    };
-    expect(checkItemCounts(split.inline, loaded(2)).problem).toMatch(/holds 2 elements where 5/);
-    expect(checkItemCounts(split.inline, loaded(5, true)).problem).toMatch(/rows of 3 arrays/);
-    // A snapshot written before lengths were recorded is read as it is.
-    const { [itemCountsKey]: _counts, ...older } = split.inline as Record<string, unknown>;
-    expect(checkItemCounts(older as never, loaded(2))).toEqual({ inline: older });
-  });
-
+describe('planning the rows of a checkpoint', () => {
   it('plans only the new elements, as one row, against what it knows is stored', () => {
     const known = new StoredItems();
     const first = known.plan('r', splitSnapshot(snapshot));
@@ -114,27 +66,5 @@ describe('splitting a snapshot into its long arrays', () => {
       { path: '["state","nested","ledger"]', after: -1 },
     ]);
     expect(known.plan('r', splitSnapshot(rewritten), true).chunks).toHaveLength(2);
-  });
-
-  it('reads rows back into arrays, and refuses rows that do not follow one another', () => {
-    expect(
-      arraysOfChunks([
-        ['p', 0, [1, 2]],
-        ['p', 2, [3]],
-        ['q', 0, ['a']],
-      ]),
-    ).toEqual(
-      new Map([
-        ['p', { items: [1, 2, 3], starts: [0, 2] }],
-        ['q', { items: ['a'], starts: [0] }],
-      ]),
-    );
-    expect(
-      arraysOfChunks([
-        ['p', 0, [1, 2]],
-        ['p', 3, [4]],
-      ]),
-    ).toMatch(/do not follow/);
-    expect(arraysOfChunks([['p', 1, [1]]])).toMatch(/do not follow/);
   });
 });

@@ -1,4 +1,5 @@
 import type { JsonValue } from '@cairn/sdk';
+import { itemCountsKey, pointerOf, type LoadedArray } from './snapshot-rows.js';
 
 /**
  * Large snapshots are mostly arrays that only grow: an agent's conversation, a planner's ledger. Each such
@@ -17,15 +18,9 @@ export interface SplitSnapshot {
 }
 
 /**
- * The key under which the inline snapshot records the length of each array taken out, in the order of their
- * paths (sorted as JavaScript sorts strings), so a load can tell when rows are missing at the end (gaps it sees
- * anyway). A dozen bytes per checkpoint. Snapshots written before it have none.
- */
-export const itemCountsKey = '$cairn:n';
-
-/**
- * Takes every array of at least `minSplitItems` that sits under objects only out of the snapshot, and
- * records their lengths in it.
+ * Takes every array of at least `minSplitItems` that sits under objects only out of the snapshot, leaving an
+ * empty array in its place, and records in it each array taken out, by its path, with its length (see
+ * `itemCountsKey`).
  */
 export function splitSnapshot(snapshot: JsonValue): SplitSnapshot {
   const arrays = new Map<string, JsonValue[]>();
@@ -45,57 +40,10 @@ export function splitSnapshot(snapshot: JsonValue): SplitSnapshot {
   const inline = walk(snapshot, []);
   if (arrays.size === 0 || inline === null || typeof inline !== 'object' || Array.isArray(inline))
     return { inline, arrays };
-  const counts = [...arrays.keys()].sort().map((path) => arrays.get(path)!.length);
+  const counts: Record<string, JsonValue> = {};
+  for (const [path, items] of arrays)
+    counts[pointerOf(JSON.parse(path) as string[])] = items.length;
   return { inline: { ...inline, [itemCountsKey]: counts }, arrays };
-}
-
-/**
- * The inline snapshot without its recorded lengths, and why the arrays loaded do not match them (rows
- * deleted or added behind the store's back), if they do not.
- */
-export function checkItemCounts(
-  inline: JsonValue,
-  arrays: ReadonlyMap<string, LoadedArray>,
-): { inline: JsonValue; problem?: string } {
-  if (inline === null || typeof inline !== 'object' || Array.isArray(inline)) return { inline };
-  const { [itemCountsKey]: counts, ...rest } = inline;
-  if (counts === undefined) return { inline };
-  const paths = [...arrays.keys()].sort();
-  if (!Array.isArray(counts) || counts.length !== paths.length)
-    return {
-      inline: rest,
-      problem: `it has rows of ${paths.length} arrays where a checkpoint wrote others`,
-    };
-  for (const [index, path] of paths.entries()) {
-    const loaded = arrays.get(path)!.items.length;
-    if (loaded !== counts[index])
-      return {
-        inline: rest,
-        problem: `${path} holds ${loaded} elements where ${String(counts[index])} were written`,
-      };
-  }
-  return { inline: rest };
-}
-
-/** Puts the arrays back at their paths. */
-export function mergeSnapshot(
-  inline: JsonValue,
-  arrays: Readonly<Record<string, JsonValue[]>>,
-): JsonValue {
-  let merged = inline;
-  for (const [pathText, items] of Object.entries(arrays)) {
-    const path = JSON.parse(pathText) as string[];
-    merged = setAt(merged, path, items);
-  }
-  return merged;
-}
-
-function setAt(target: JsonValue, path: readonly string[], value: JsonValue): JsonValue {
-  const [key, ...rest] = path;
-  if (key === undefined) return value;
-  const object =
-    target !== null && typeof target === 'object' && !Array.isArray(target) ? target : {};
-  return { ...object, [key]: setAt(object[key] ?? null, rest, value) };
 }
 
 /** Elements of one array written as one row: `items` are the elements from index `idx` on. */
@@ -118,12 +66,15 @@ export interface ItemsWrite {
 }
 
 /**
- * What is stored of one array: each element's JSON text, and where each row starts. Rows hold the text as
- * it was written (a text column, not jsonb), and a run's state is read back from that text, so an unchanged
- * element gives the same text again.
+ * What is stored of one array: its elements as the checkpoint that wrote them held them, and where each row
+ * starts. Rows hold each element's JSON text as it was written (a text column, not jsonb), and a run's state is
+ * read back from that text, so an unchanged element gives the same text again. An element is compared with
+ * the stored one by identity first: the runtime replaces an element of its state, never changes one in place
+ * (see `Checkpoint.snapshot`), so the same object is the same text, and a checkpoint serializes only what is
+ * new instead of the whole conversation. Elements read by a load, or copied since, are compared by their text.
  */
 export interface StoredArray {
-  texts: string[];
+  items: readonly JsonValue[];
   starts: number[];
 }
 
@@ -157,33 +108,32 @@ export class StoredItems {
     const cuts: ItemsWrite['cuts'] = [];
     const stored = new Map<string, StoredArray>();
     for (const [path, items] of split.arrays) {
-      const texts = items.map(textOf);
       const before = known?.arrays.get(path);
       if (before === undefined) {
         // Unknown (every row of the run is deleted first), or a path new to the run: one row of everything.
         chunks.push({ path, idx: 0, items });
-        stored.set(path, { texts, starts: [0] });
+        stored.set(path, { items: items.slice(), starts: [0] });
         continue;
       }
       let from = 0;
-      const common = Math.min(before.texts.length, texts.length);
-      while (from < common && before.texts[from] === texts[from]) from += 1;
-      if (from === before.texts.length) {
+      const common = Math.min(before.items.length, items.length);
+      while (from < common && sameElement(before.items[from]!, items[from]!)) from += 1;
+      if (from === before.items.length) {
         // Only grew (or unchanged): the new elements in a row of their own.
-        if (texts.length > from) chunks.push({ path, idx: from, items: items.slice(from) });
-        const starts = texts.length > from ? [...before.starts, from] : before.starts;
-        stored.set(path, { texts, starts });
+        if (items.length > from) chunks.push({ path, idx: from, items: items.slice(from) });
+        const starts = items.length > from ? [...before.starts, from] : before.starts;
+        stored.set(path, { items: items.slice(), starts });
         continue;
       }
       // Changed at `from`, or shrank to it: rewrite from the start of the row that holds it.
       const start = before.starts.filter((at) => at <= from).at(-1) ?? 0;
       const starts = before.starts.filter((at) => at < start);
       cuts.push({ path, after: start - 1 });
-      if (texts.length > start) {
+      if (items.length > start) {
         chunks.push({ path, idx: start, items: items.slice(start) });
         starts.push(start);
       }
-      stored.set(path, { texts, starts });
+      stored.set(path, { items: items.slice(), starts });
     }
     for (const path of known?.arrays.keys() ?? []) {
       if (!split.arrays.has(path)) cuts.push({ path, after: -1 });
@@ -209,8 +159,7 @@ export class StoredItems {
   /** Records what a load read: each array's elements and where its rows start. */
   rememberLoaded(runId: string, version: number, arrays: ReadonlyMap<string, LoadedArray>): void {
     const known = new Map<string, StoredArray>();
-    for (const [path, { items, starts }] of arrays)
-      known.set(path, { texts: items.map(textOf), starts });
+    for (const [path, { items, starts }] of arrays) known.set(path, { items, starts });
     this.remember(runId, version, known);
   }
 
@@ -219,32 +168,6 @@ export class StoredItems {
   }
 }
 
-function textOf(item: JsonValue): string {
-  return JSON.stringify(item);
-}
-
-/** One array as a load read it from its rows. */
-export interface LoadedArray {
-  items: JsonValue[];
-  starts: number[];
-}
-
-/**
- * The arrays of a run from its rows, as `[path, idx, items]` in path and index order. Rows must follow one
- * another without gap or overlap; anything else means the rows were changed behind the store's back.
- */
-export function arraysOfChunks(
-  rows: ReadonlyArray<readonly [string, number, JsonValue[]]>,
-): Map<string, LoadedArray> | string {
-  const arrays = new Map<string, LoadedArray>();
-  for (const [path, idx, items] of rows) {
-    let array = arrays.get(path);
-    if (array === undefined) arrays.set(path, (array = { items: [], starts: [] }));
-    if (idx !== array.items.length || !Array.isArray(items) || items.length === 0) {
-      return `the rows of ${path} do not follow one another (a row at ${idx} after ${array.items.length} elements)`;
-    }
-    array.starts.push(idx);
-    for (const item of items) array.items.push(item);
-  }
-  return arrays;
+function sameElement(stored: JsonValue, item: JsonValue): boolean {
+  return stored === item || JSON.stringify(stored) === JSON.stringify(item);
 }

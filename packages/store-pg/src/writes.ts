@@ -1,12 +1,14 @@
 import {
   isTerminalStatus,
   LeaseLostError,
+  type CairnError,
   type Checkpoint,
   type Fence,
   type JournalEntry,
   type NewRun,
   type RunRecord,
   type SaveReceipt,
+  type StreamChunk,
 } from '@cairn/sdk';
 import type { Db } from './db.js';
 import { toStoreError } from './errors.js';
@@ -14,6 +16,7 @@ import type { Names } from './names.js';
 import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { appendJournals, type JournalWrite } from './sql/append-journal.js';
 import { appendOne } from './sql/append-one.js';
+import { appendStreams, type StreamWrite } from './sql/append-stream.js';
 import { createRuns } from './sql/create-run.js';
 import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
 import { saveOne } from './sql/save-one.js';
@@ -21,14 +24,15 @@ import { WriteBatcher, type WriteOutcome } from './write-batcher.js';
 
 /**
  * The writes of many runs that share statements (and commits) when they arrive together: creations,
- * checkpoints and journal appends. A write whose row another transaction holds is skipped by the batch and
- * sent again on its own, waiting for the row: it stalls nobody but itself.
+ * checkpoints, journal appends and stream appends. A write whose row another transaction holds is skipped by
+ * the batch and sent again on its own, waiting for the row: it stalls nobody but itself.
  */
 export class BatchedWrites {
   /** What this instance knows is stored of each run's long arrays, so a checkpoint sends only what is new. */
   readonly storedItems = new StoredItems();
   private readonly checkpoints: WriteBatcher<CheckpointWrite, SaveOutcome>;
   private readonly appends: WriteBatcher<JournalWrite, LeaseLostError | undefined>;
+  private readonly streams: WriteBatcher<StreamWrite, CairnError | undefined>;
   private readonly creations: WriteBatcher<NewRun, { created: boolean; run: RunRecord }>;
 
   constructor(
@@ -49,6 +53,10 @@ export class BatchedWrites {
           ? appendOne(sql, names, writes[0]!, wait).then((outcome) => [outcome])
           : appendJournals(sql, names, writes, wait),
       ),
+      { keyOf: (write) => write.fence.runId },
+    );
+    this.streams = new WriteBatcher(
+      this.batch('append to the stream', (writes, wait) => appendStreams(sql, names, writes, wait)),
       { keyOf: (write) => write.fence.runId },
     );
     this.creations = new WriteBatcher(
@@ -77,6 +85,22 @@ export class BatchedWrites {
   }
 
   /**
+   * Stream chunks (already checked), serialized now: what the caller does to them after this call is not
+   * written. Undefined once appended; else the gap error or why the fence refused it.
+   */
+  appendStream(fence: Fence, chunks: readonly StreamChunk[]): Promise<CairnError | undefined> {
+    return this.streams.submit({
+      fence,
+      chunks: chunks.map(({ position, unit, part, at }) => ({
+        position,
+        unit,
+        part: JSON.stringify(part),
+        at,
+      })),
+    });
+  }
+
+  /**
    * A checkpoint that sends only the long arrays' new elements when this instance knows what is stored, and
    * everything when it does not (or someone else wrote since: the version tells). The receipt once saved,
    * when the run already had this final status (written, no mail) or when `unlessMail` held it (not written,
@@ -102,8 +126,11 @@ export class BatchedWrites {
       }
       return { written: true, mail: false };
     }
-    if (isTerminalStatus(checkpoint.status)) this.storedItems.forget(runId);
-    else this.storedItems.remember(runId, outcome.version, items.stored);
+    // A run given up is loaded again by whoever claims it next (this instance too), which records what is
+    // stored then: keeping it here would only hold a waiting run's conversation in memory.
+    if (isTerminalStatus(checkpoint.status) || checkpoint.release === true) {
+      this.storedItems.forget(runId);
+    } else this.storedItems.remember(runId, outcome.version, items.stored);
     return { written: true, mail: outcome.mail };
   }
 

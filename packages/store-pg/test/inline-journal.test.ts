@@ -37,8 +37,10 @@ describe('the journal since the checkpoint, kept in the run row and spilled when
     // A checkpoint that accounts for seq 4 keeps what came after it, wherever it is.
     await s.save(lease, { status: 'running', signature: 's', snapshot: { at: 4 }, journalSeq: 4 });
     expect(seqs((await s.load('r'))?.journal)).toEqual([5, 6, 7]);
-    // A retried append of entries the checkpoint covered is skipped, not stored again.
-    await s.append(lease, [entry(4, 'again')]);
+    // An append of entries the checkpoint covered (a statement delivered late) is refused, storing nothing.
+    await expect(s.append(lease, [entry(4, 'again')])).rejects.toMatchObject({
+      code: 'LEASE_LOST',
+    });
     expect(seqs((await s.load('r'))?.journal)).toEqual([5, 6, 7]);
     const [claimed] = await s.claim!({ owner: 'other', ttlMs: long, limit: 1, definitions });
     expect(claimed).toBeUndefined(); // held by w: nothing to claim

@@ -1,8 +1,8 @@
-import type { Checkpoint, Fence, Lease } from '@cairn/sdk';
+import type { Checkpoint } from '@cairn/sdk';
 import type { PgStore } from '@cairn/store-pg';
 import type { Sql } from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { sleep, usePgHarness, watchedSql } from './support.js';
+import { childOf, sleep, usePgHarness, watchedSql } from './support.js';
 
 const opened = usePgHarness('cairn_save_receipt');
 let runs = 0;
@@ -13,19 +13,6 @@ async function heldRun(store: PgStore, prefix: string) {
   await store.create({ runId, kind: 'agent', name: 'n', signature: 's', snapshot: null });
   const lease = (await store.acquire(runId, { owner: 'w', ttlMs: 60_000 }))!;
   return { runId, lease };
-}
-
-/** A child of the held root `root`, adopted under the root's lease. */
-async function childOf(store: PgStore, root: Lease): Promise<Fence> {
-  await store.create({
-    runId: `${root.runId}-child`,
-    kind: 'agent',
-    name: 'n',
-    signature: 's',
-    snapshot: null,
-    parent: { runId: root.runId, incarnation: root.incarnation },
-  });
-  return (await store.adopt(`${root.runId}-child`, root))!;
 }
 
 const step = (journalSeq: number, more: Partial<Checkpoint> = {}): Checkpoint => ({

@@ -53,8 +53,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 7 });
-    expect(await store.migrate()).toEqual({ from: 7, to: 7 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 9 });
+    expect(await store.migrate()).toEqual({ from: 9, to: 9 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -69,7 +69,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 7 },
+      data: { version: 99, expected: 9 },
     });
     await store.close();
   });
@@ -110,7 +110,7 @@ describe('migrations', () => {
       ]);
     }
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 3, to: 7 });
+    expect(await store.migrate()).toEqual({ from: 3, to: 9 });
     const loaded = await store.load('old');
     expect(loaded?.run.snapshot).toEqual({
       state: {
@@ -137,7 +137,7 @@ describe('migrations', () => {
       JSON.stringify(error),
     ]);
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 4, to: 7 });
+    expect(await store.migrate()).toEqual({ from: 4, to: 9 });
     expect((await store.load('done'))?.run.output).toEqual(output);
     expect((await store.load('failed'))?.run.error).toEqual(error);
     await store.close();
@@ -153,7 +153,7 @@ describe('migrations', () => {
     );
     const store = pgStore({ sql, schema });
     try {
-      expect(await store.migrate()).toEqual({ from: 5, to: 7 });
+      expect(await store.migrate()).toEqual({ from: 5, to: 9 });
       const queued = await store.load('queued');
       expect(queued).toMatchObject({
         run: { status: 'queued', snapshot: { step: 1 }, wait: null },

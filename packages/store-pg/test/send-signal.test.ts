@@ -203,4 +203,57 @@ describe('send_signal in the application’s own transaction', () => {
       .catch((error: { code: string }) => error.code);
     expect(big).toBe('22023');
   });
+
+  it('checks a decision sent with send_signal as store.signal does: a wrong one keeps nothing, burns no key', async () => {
+    const { sql, harness } = opened();
+    const store = harness.store();
+    const { runId, lease } = await heldRun(store, 'decision');
+    const argsHash = 'a'.repeat(64);
+    await store.save(lease, {
+      status: 'waiting',
+      signature: 's',
+      snapshot: {},
+      journalSeq: 0,
+      release: true,
+      wait: {
+        until: null,
+        signals: ['cairn.approval'],
+        detail: {
+          approvals: [{ callId: 'c1', tool: 'refund', args: {}, argsHash, deadline: null }],
+        },
+      },
+    });
+    const raw = (payload: object, key: string | null) =>
+      sql<Array<{ seq: string; duplicate: boolean }>>`
+        SELECT seq, duplicate FROM ${sql(harness.schema)}.send_signal(
+          ${runId}, 'cairn.approval', ${sql.json(payload as never)}, ${key})`.then(
+        (rows) => rows[0],
+        (error: { code: string; hint?: string; detail?: string }) => error,
+      );
+    // The key the client used to give approvals, with the wrong hash: refused, nothing kept.
+    const wrong = await raw(
+      { callId: 'c1', approved: true, argsHash: 'b'.repeat(64) },
+      'cairn.approval:c1',
+    );
+    expect(wrong).toMatchObject({ code: '22023', hint: 'cairn.decision' });
+    expect(JSON.parse((wrong as { detail: string }).detail)).toMatchObject({
+      reason: 'other arguments',
+      argsHash,
+    });
+    expect(await store.mailbox(runId)).toEqual([]);
+    expect(await isDue(store, runId)).toBe(false);
+    // The right decision, through the store: accepted and waking the run.
+    expect(
+      await store.signal(runId, {
+        name: 'cairn.approval',
+        payload: { callId: 'c1', approved: true, argsHash },
+      }),
+    ).toMatchObject({ seq: 1, duplicate: false, decision: { approved: true, argsHash } });
+    expect(await isDue(store, runId)).toBe(true);
+    // Sent raw again: the standing one answers.
+    expect(await raw({ callId: 'c1', approved: false }, null)).toEqual({
+      seq: '1',
+      duplicate: true,
+    });
+  });
 });

@@ -85,6 +85,35 @@ describe('a liveness session', () => {
     expect(await runRow('r1')).toMatchObject({ epoch: l1!.epoch, owner: 'a', recoveries: 0 });
   });
 
+  it('that only blipped keeps its run from an explicit claim too: no take-over, no recovery (issue 30)', async () => {
+    // A slow keepalive leaves the window open: the holder has not noticed its lost session yet.
+    const a = pg.harness().store({ keepaliveMs: 2_000 });
+    const b = pg.harness().store({ takeoverGraceMs: 3_000 });
+    const [lease] = await claimAll(a, 'a', ['r1']);
+    const pid = await sessionPid('r1');
+    await pg.sql()`select pg_terminate_backend(${pid!}::int, 5000)`;
+    await sleep(50);
+    // The path of `resume` and of a client's cancel: the batch claim's rule holds here too.
+    expect(await b.acquire('r1', { owner: 'b', ttlMs: long })).toBeUndefined();
+    expect(await runRow('r1')).toMatchObject({ epoch: 1, owner: 'a', recoveries: 0 });
+    await a.renew(lease!, long);
+    await a.append(lease!, marks(1));
+  });
+
+  it('of a crashed process is taken over by an explicit claim once the grace passed, counted as a recovery', async () => {
+    const a = pg.harness().store();
+    const b = pg.harness().store({ takeoverGraceMs: 300 });
+    const [lease] = await claimAll(a, 'a', ['r1']);
+    await a.close();
+    expect(await b.acquire('r1', { owner: 'b', ttlMs: long })).toBeUndefined();
+    await sleep(1_200);
+    expect(await b.acquire('r1', { owner: 'b', ttlMs: long })).toMatchObject({
+      epoch: lease!.epoch + 1,
+      recoveries: 1,
+      takenFrom: 'a',
+    });
+  });
+
   it('of a crashed process lets another store take its runs over at once, each counted as a recovery', async () => {
     const a = pg.harness().store();
     const b = pg.harness().store({ takeoverGraceMs: 0 });
@@ -95,6 +124,21 @@ describe('a liveness session', () => {
     expect(taken).toMatchObject({ epoch: l1!.epoch + 1, recoveries: 1 });
     const claimed = await b.claim!({ owner: 'b', ttlMs: long, limit: 10, definitions });
     expect(claimed.map((lease) => [lease.runId, lease.recoveries])).toEqual([['r2', 1]]);
+  });
+
+  it('with a grace of 0, is taken over by a claim right after one that found it alive', async () => {
+    const a = pg.harness().store();
+    const b = pg.harness().store({ takeoverGraceMs: 0 });
+    const [lease] = await claimAll(a, 'a', ['r1']);
+    // b looks while a lives: its probe finds a's session alive.
+    expect(await b.acquire('r1', { owner: 'b', ttlMs: long })).toBeUndefined();
+    await a.close();
+    // Moments later a is gone: b's next claim looks again, not a second later.
+    expect(await b.acquire('r1', { owner: 'b', ttlMs: long })).toMatchObject({
+      epoch: lease!.epoch + 1,
+      recoveries: 1,
+      takenFrom: 'a',
+    });
   });
 });
 

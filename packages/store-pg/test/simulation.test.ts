@@ -3,7 +3,7 @@ import { pgStore, type PgStore } from '@cairn/store-pg';
 import { itKeepsInvariants, useTestDatabase, type SimulationBackend } from '@cairn/testing';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll } from 'vitest';
-import { connect } from './support.js';
+import { connect, namedLockConnection } from './support.js';
 
 const database = useTestDatabase({ prefix: 'cairn_simulation' });
 let sql: Sql;
@@ -25,20 +25,12 @@ function postgresSimulation(): SimulationBackend {
     name: 'postgres',
     async open() {
       const schema = `sim_${randomBytes(5).toString('hex')}`;
-      const url = new URL(database().url);
       const stores: PgStore[] = [];
       const open = (process: string) => {
         const store = pgStore({
           sql,
           schema,
-          lockConnection: {
-            host: url.hostname,
-            port: Number(url.port || 5432),
-            database: url.pathname.slice(1),
-            user: decodeURIComponent(url.username),
-            ...(url.password === '' ? {} : { pass: decodeURIComponent(url.password) }),
-            connection: { application_name: `${schema}-${process}` },
-          },
+          lockConnection: namedLockConnection(database().url, `${schema}-${process}`),
         });
         stores.push(store);
         return store;

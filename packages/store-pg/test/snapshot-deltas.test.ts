@@ -1,4 +1,7 @@
+import type { JsonValue, Lease } from '@cairn/sdk';
 import { pgStore, type PgStore } from '@cairn/store-pg';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Sql } from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { usePgHarness, watchedSql } from './support.js';
@@ -123,4 +126,49 @@ describe('checkpoints of a growing conversation', () => {
     );
     expect(left[0]?.n).toBe(0);
   });
+
+  it('keeps nothing of a run it gave up, by a final checkpoint or by a release', async () => {
+    const { harness } = opened();
+    const store = harness.store();
+    // What the store could keep of a checkpoint: the conversation's elements it sends as rows.
+    const kept = async (
+      runId: string,
+      giveUp: (lease: Lease, snapshot: unknown) => Promise<unknown>,
+    ) => {
+      await store.create({ runId, kind: 'agent', name: 'a', signature: 's', snapshot: null });
+      const lease = (await store.acquire(runId, { owner: 'w', ttlMs: 60_000 }))!;
+      const snapshot = snapshotAt(8);
+      await store.save(lease, { status: 'running', signature: 's', journalSeq: 0, snapshot });
+      await giveUp(lease, snapshot);
+      return new WeakRef(snapshot.state.messages[5]!);
+    };
+    const waiting = await kept('parked', (lease, snapshot) =>
+      store.save(lease, {
+        status: 'waiting',
+        signature: 's',
+        journalSeq: 0,
+        snapshot: snapshot as JsonValue,
+        release: true,
+        wait: { until: null, signals: ['approve'] },
+      }),
+    );
+    const handedOver = await kept('handed-over', (lease) => store.release(lease));
+    const gc = collector();
+    // A WeakRef holds its target until the task that made it ends.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gc();
+    gc();
+    // A run given up is loaded again by whoever claims it next, this store included: nothing kept serves it.
+    expect(waiting.deref()).toBeUndefined();
+    expect(handedOver.deref()).toBeUndefined();
+    await store.close();
+  });
 });
+
+/** A full collection: `global.gc` under --expose-gc, else switched on here. */
+function collector(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc;
+  if (exposed !== undefined) return exposed;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}

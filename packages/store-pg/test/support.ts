@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Fence, Lease } from '@cairn/sdk';
 import { pgStore, type PgStore, type PgStoreOptions } from '@cairn/store-pg';
 import { useTestDatabase, type TestDatabase } from '@cairn/testing';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
@@ -20,6 +21,25 @@ export function connect(
   return postgres(database.url, { max: 10, onnotice: () => undefined, ...options });
 }
 
+/**
+ * The options of a store's own liveness connection to the database at `url`, named `name` (its
+ * `application_name`), so a test can find that one connection's backend and end it.
+ */
+export function namedLockConnection(
+  url: string,
+  name: string,
+): postgres.Options<Record<string, never>> {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname,
+    port: Number(parsed.port || 5432),
+    database: parsed.pathname.slice(1),
+    user: decodeURIComponent(parsed.username),
+    ...(parsed.password === '' ? {} : { pass: decodeURIComponent(parsed.password) }),
+    connection: { application_name: name },
+  };
+}
+
 /** Creates and migrates a uniquely named schema; `close` ends the stores and drops the schema. */
 export async function createPgHarness(sql: Sql): Promise<PgHarness> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
@@ -39,6 +59,19 @@ export async function createPgHarness(sql: Sql): Promise<PgHarness> {
       await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   };
+}
+
+/** A child `<root>-child` of the held root `root`, created and adopted under the root's lease. */
+export async function childOf(store: PgStore, root: Lease): Promise<Fence> {
+  await store.create({
+    runId: `${root.runId}-child`,
+    kind: 'agent',
+    name: 'n',
+    signature: 's',
+    snapshot: null,
+    parent: { runId: root.runId, incarnation: root.incarnation },
+  });
+  return (await store.adopt(`${root.runId}-child`, root))!;
 }
 
 /** Waits `ms` of wall time: for leases, the database's clock decides. */

@@ -26,18 +26,19 @@ export interface RootRef {
 export async function toRecords(
   ctx: StoreContext,
   hashes: readonly Map<string, string>[],
+  malformed: 'throw' | 'mark' = 'throw',
 ): Promise<RunRecord[]> {
   const roots = new Map<string, Promise<Map<string, string>>>();
   return Promise.all(
     hashes.map(async (fields) => {
       const root = rootOf(fields);
-      if (root === undefined) return toRecord(fields);
+      if (root === undefined) return toRecord(fields, undefined, malformed);
       let read = roots.get(root.runId);
       if (read === undefined) {
         read = readFields(ctx, root.runId, ['incarnation', 'owner', 'leaseUntil']);
         roots.set(root.runId, read);
       }
-      return toRecord(fields, await read);
+      return toRecord(fields, await read, malformed);
     }),
   );
 }

@@ -25,6 +25,11 @@ export function lua(name: string, source: string): LuaScript {
  * call is bounded by `timeoutMs`; past it the outcome is unknown and the error says so.
  */
 export class Gate {
+  /**
+   * Told of every call's outcome: how long it took when it got an answer, else the typed error it failed with.
+   */
+  observer: ((outcome: { error: CairnError } | { tookMs: number }) => void) | undefined;
+
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
@@ -37,11 +42,16 @@ export class Gate {
 
   /** Sends `body` once the client is ready, and maps whatever it throws to a typed error. */
   async call<T>(operation: string, body: (client: RedisClient) => Promise<T>): Promise<T> {
+    const started = Date.now();
     try {
       await this.ready(operation);
-      return await this.bounded(operation, body(this.client));
+      const answer = await this.bounded(operation, body(this.client));
+      this.observer?.({ tookMs: Date.now() - started });
+      return answer;
     } catch (error) {
-      throw toStoreError(error, operation, this.prefix);
+      const typed = toStoreError(error, operation, this.prefix);
+      this.observer?.({ error: typed });
+      throw typed;
     }
   }
 

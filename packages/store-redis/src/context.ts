@@ -1,6 +1,7 @@
 import type { Gate, LuaScript } from './client.js';
 import type { Holdings } from './holdings.js';
 import { bucketOf, type KeySpace } from './keys.js';
+import type { Liveness } from './liveness.js';
 
 /** What the store's modules share: the client, the key space, and the leases this instance holds. */
 export interface StoreContext {
@@ -12,6 +13,8 @@ export interface StoreContext {
    */
   cluster: boolean;
   holdings: Holdings;
+  /** The instance's liveness; none with `liveness: 'lease'`. */
+  liveness: Liveness | undefined;
 }
 
 /** A script's reply: a word saying what happened, then its data. */
@@ -20,7 +23,8 @@ export type Reply = [string, ...unknown[]];
 /**
  * The KEYS of a script on `runId` (the layout the prelude describes): `related` names two keys of another run
  * the script may read or write, which only a single node can give it (on Cluster that run may be in another
- * slot), then the run's mailbox, then the indexes of the run's bucket.
+ * slot), then the run's mailbox, then the indexes of the run's bucket, then its liveness keys, then the run's
+ * stream.
  */
 export function scriptKeys(
   ctx: StoreContext,
@@ -30,7 +34,16 @@ export function scriptKeys(
   const own = ctx.keys.run(runId);
   const base = [own.run, own.journal, own.lease, own.children];
   const others = ctx.cluster || related === undefined ? [own.run, own.children] : related;
-  return [...base, ...others, own.mailbox, ...ctx.keys.bucketIndexes(bucketOf(runId))];
+  const bucket = bucketOf(runId);
+  return [
+    ...base,
+    ...others,
+    own.mailbox,
+    ...ctx.keys.bucketIndexes(bucket),
+    ctx.keys.live(bucket),
+    ctx.keys.held(bucket),
+    own.stream,
+  ];
 }
 
 /** Runs a script on one run's keys. */

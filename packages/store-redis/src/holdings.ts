@@ -42,6 +42,11 @@ export class Holdings {
     }
   }
 
+  /** The runs this instance holds a lease of its own on (not a child adopted under one), lost ones included. */
+  rootRunIds(): string[] {
+    return [...this.held].filter(([, holding]) => holding.root === undefined).map(([id]) => id);
+  }
+
   renewed(runId: string, incarnation: string, epoch: number, until: number): void {
     const holding = this.get(runId, incarnation, epoch);
     if (holding !== undefined) holding.until = until;

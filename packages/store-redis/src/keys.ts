@@ -48,6 +48,11 @@ export interface RunKeys {
    * consumed it, and `key:<idempotency key>` the seq it was first accepted under, kept for the incarnation.
    */
   mailbox: string;
+  /**
+   * The run's stream log, a Redis Stream: each chunk an entry of id `<position>-0` with fields `unit`, `part`
+   * (its JSON) and `at`.
+   */
+  stream: string;
 }
 
 /** How the store names its keys under one prefix. */
@@ -68,6 +73,16 @@ export interface KeySpace {
    * its waits set.
    */
   bucketIndexes(bucket: number): string[];
+  /**
+   * The sorted set of the store instances that hold runs of `bucket` and keep a liveness, each scored by when
+   * its liveness ends (ms, server clock) unless it renews it.
+   */
+  live(bucket: number): string;
+  /**
+   * The sorted set of the runs of `bucket` held by instances that keep a liveness: members `<instance>\0<run id>`,
+   * all scored 0, so one instance's runs are one lexicographic range.
+   */
+  held(bucket: number): string;
   /** What a run key of `bucket` starts with; the run id follows. */
   runKeyPrefix(bucket: number, kind: keyof RunKeys): string;
   /** The pub/sub channel that announces runs that may have become claimable. */
@@ -101,6 +116,7 @@ export function keySpace(prefix: string): KeySpace {
         lease: runKeyPrefix(bucket, 'lease') + runId,
         children: runKeyPrefix(bucket, 'children') + runId,
         mailbox: runKeyPrefix(bucket, 'mailbox') + runId,
+        stream: runKeyPrefix(bucket, 'stream') + runId,
       };
     },
     index,
@@ -111,6 +127,8 @@ export function keySpace(prefix: string): KeySpace {
       claimable(bucket),
       waits(bucket),
     ],
+    live: (bucket) => `${tag(bucket)}:live`,
+    held: (bucket) => `${tag(bucket)}:held`,
     runKeyPrefix,
     channel: `${prefix}:work`,
   };

@@ -22,6 +22,16 @@ function positive(ttlMs: number): void {
     throw new CairnError('INVALID_ARGUMENT', `ttlMs must be positive, got ${ttlMs}.`);
 }
 
+/**
+ * The deadline (ms, server clock) a child's write or adoption under root run `rootId` carries, given its root's
+ * lease end. On Cluster the child's script cannot see its root, and a root whose holder's liveness was gone for
+ * the grace may be taken over before its lease's end: the deadline is then no later than the holder's liveness
+ * allows (`Liveness.childDeadline`), so the takeover fences the child's writes as the lease's end does.
+ */
+export function childDeadline(ctx: StoreContext, rootId: string, deadline: string): string {
+  return ctx.cluster ? (ctx.liveness?.childDeadline(rootId, deadline) ?? deadline) : deadline;
+}
+
 /** The claims half of the store: `acquire`, `renew`, `release` and `adopt`, fenced as the README says. */
 export function leaseOperations(
   ctx: StoreContext,
@@ -36,10 +46,12 @@ export function leaseOperations(
         String(Math.ceil(ttlMs)),
         nonce(),
         reclaimOwn === true ? '1' : '0',
+        ...(ctx.liveness?.claimArgs() ?? ['', '', '']),
       ]);
       if (reply[0] === 'missing') throw new RunNotFoundError(runId);
       if (reply[0] !== 'ok') return undefined;
       const [, epoch, leaseUntil, recoveries, cancel, token, incarnation] = reply.map(String);
+      ctx.liveness?.claimed(runId, Number(leaseUntil) - Math.ceil(ttlMs));
       // HMGET's false for an owner that released comes back as nil: no holder to take the run from.
       const takenFrom = typeof reply[7] === 'string' ? reply[7] : null;
       const lease: Lease = {
@@ -123,7 +135,7 @@ export function leaseOperations(
           String(parent.epoch),
           parent.owner,
           token,
-          String(until),
+          childDeadline(ctx, root.runId, String(until)),
           root.incarnation,
           current ? '1' : '0',
         ],

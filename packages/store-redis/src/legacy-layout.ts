@@ -14,8 +14,8 @@ function legacyTag(runId: string): string {
   return runId.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-/** A run's keys before buckets: that layout had no mailboxes. */
-type LegacyRunKeys = Omit<RunKeys, 'mailbox'>;
+/** A run's keys before buckets: that layout had no mailboxes and no streams. */
+type LegacyRunKeys = Omit<RunKeys, 'mailbox' | 'stream'>;
 
 function legacyRunKeys(prefix: string, runId: string): LegacyRunKeys {
   const base = `${prefix}:{${legacyTag(runId)}}`;

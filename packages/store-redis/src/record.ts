@@ -1,5 +1,6 @@
 import {
   CairnError,
+  isCairnError,
   snapshotInvalidError,
   type JournalEntry,
   type JsonValue,
@@ -54,9 +55,26 @@ export function rootOf(
 /**
  * The `RunRecord` a run hash holds. A child run is held by its root's lease, so its `owner` and `leaseUntil`
  * are read from `root`, the root's hash fields (`incarnation`, `owner`, `leaseUntil`), when it is still the
- * incarnation the child names.
+ * incarnation the child names. A JSON field changed behind the store's back is `SNAPSHOT_INVALID`, or, with
+ * `malformed: 'mark'` (a listing, which must not fail for every run because of one), a record whose snapshot
+ * is null, marked `unreadable` with why.
  */
-export function toRecord(fields: Map<string, string>, root?: Map<string, string>): RunRecord {
+export function toRecord(
+  fields: Map<string, string>,
+  root?: Map<string, string>,
+  malformed: 'throw' | 'mark' = 'throw',
+): RunRecord {
+  if (malformed === 'mark') {
+    try {
+      return toRecord(fields, root);
+    } catch (error) {
+      if (!isCairnError(error) || error.code !== 'SNAPSHOT_INVALID') throw error;
+      const bare = new Map(fields);
+      for (const field of ['wait', 'output', 'error']) bare.delete(field);
+      bare.set('snapshot', 'null');
+      return { ...toRecord(bare, root), unreadable: error.message };
+    }
+  }
   const rootRun = rootOf(fields);
   const leaseFields = rootRun === undefined ? fields : root;
   const current = rootRun === undefined || leaseFields?.get('incarnation') === rootRun.incarnation;
@@ -81,6 +99,7 @@ export function toRecord(fields: Map<string, string>, root?: Map<string, string>
     owner: owner ?? null,
     leaseUntil: owner !== undefined && leaseUntil !== undefined ? Number(leaseUntil) : null,
     recoveries: Number(fields.get('recoveries') ?? 0),
+    stalls: Number(fields.get('stalls') ?? 0),
     cancelRequested: fields.get('cancel') === '1',
     parent:
       parentId === undefined

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   CairnError,
   checkRunWait,
@@ -6,22 +7,24 @@ import {
   terminalStatuses,
   type ClaimableOptions,
   type DurableStore,
-  type Fence,
   type RunFilter,
   type RunRecord,
   type RunStatus,
   type SaveReceipt,
+  type StreamStore,
 } from '@cairn/sdk';
 import type { Cluster, Redis } from 'ioredis';
-import { deleteChildren, deleteTree, linkToParent, rootCurrent, toRecords } from './children.js';
-import { Gate, type LuaScript, type RedisClient } from './client.js';
-import { runScript, scriptKeys, type Reply, type StoreContext } from './context.js';
-import { refusal } from './refusal.js';
+import { deleteChildren, deleteTree, linkToParent, toRecords } from './children.js';
+import { Gate, type RedisClient } from './client.js';
+import { runScript, scriptKeys, type StoreContext } from './context.js';
 import { Holdings } from './holdings.js';
 import { claimableIds } from './claimable.js';
 import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
 import { keySpace } from './keys.js';
+import { Liveness } from './liveness.js';
+import type { MigrateKeyLayoutOptions, PruneOptions, RedisStoreOptions } from './options.js';
 import { holdsLegacyLayout, legacyLayoutError, migrateKeyLayout } from './legacy-layout.js';
+import { fencedWrites } from './fenced.js';
 import { leaseOperations, nonce } from './leases.js';
 import { appendJournal } from './lua/append.js';
 import { createRun } from './lua/create.js';
@@ -30,41 +33,27 @@ import { requestCancel } from './lua/request-cancel.js';
 import { saveCheckpoint } from './lua/save.js';
 import { updateRunStatus } from './lua/update-status.js';
 import { hashFields, toJournal, toRecord } from './record.js';
+import { streamOperations } from './streams.js';
 import { checkpointWait, consumedArg, toSignals, waitArgs, waitOperations } from './waits.js';
 
-/** Options of `redisStore`. */
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster` the caller owns and closes; the store never quits it. */
-  client: RedisClient;
-  /** Prefix of every key the store writes; must hold no `{` or `}`. @defaultValue 'cairn' */
-  prefix?: string;
-  /**
-   * Once a run reaches a final status (completed, failed, cancelled, dead-lettered) its keys expire after this
-   * many milliseconds. @defaultValue undefined (kept until deleted or pruned)
-   */
-  settledTtlMs?: number;
-  /** How long one call waits for the client to be ready and Redis to answer before `STORE_UNAVAILABLE`. @defaultValue 10000 */
-  timeoutMs?: number;
-}
-
-/** What `prune` deletes. */
-export interface PruneOptions {
-  /** Runs last updated before this instant (a `Date` or milliseconds since the epoch). */
-  olderThan: Date | number;
-  /** Only runs in these statuses. @defaultValue the final statuses */
-  status?: RunStatus | readonly RunStatus[];
-}
-
-/** What `migrateKeyLayout` moves besides the runs the old indexes name. */
-export interface MigrateKeyLayoutOptions {
-  /** Ids of runs to move even if no old index names them. @defaultValue [] */
-  runIds?: Iterable<string>;
-}
-
-/** A `DurableStore` on Redis, with retention and a `close` for the connections its subscriptions opened. */
+/**
+ * A `DurableStore` on Redis with runs' stream logs, retention and a `close` for the connections its
+ * subscriptions opened.
+ */
 export interface RedisStore extends DurableStore, AsyncDisposable {
+  /** Appends to a run's stream log under the fence (see `StreamStore`). */
+  appendStream: StreamStore['appendStream'];
+  /** Reads a run's stream log from a position (see `StreamStore`). */
+  readStream: StreamStore['readStream'];
+  /** The highest position in a run's stream log (see `StreamStore`). */
+  streamPosition: StreamStore['streamPosition'];
   /** The key prefix this store uses. */
   readonly prefix: string;
+  /**
+   * This store instance's id: a run it holds names it as its `holder` (in the run's hash), and its liveness is
+   * kept under it.
+   */
+  readonly instance: string;
   /**
    * Deletes runs last updated before `olderThan` with their child runs, never one a live lease holds; returns
    * how many.
@@ -77,7 +66,11 @@ export interface RedisStore extends DurableStore, AsyncDisposable {
    * `SCHEMA_MISMATCH`. Returns how many runs it moved.
    */
   migrateKeyLayout(options?: MigrateKeyLayoutOptions): Promise<number>;
-  /** Ends the connections `subscribe` opened. Leaves `client` open. */
+  /**
+   * Ends the connections `subscribe` opened and the instance's liveness: what it still holds is taken over by
+   * other instances once the takeover grace passed, and its later claims run by their leases alone. Leaves
+   * `client` open.
+   */
   close(): Promise<void>;
 }
 
@@ -94,13 +87,27 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const keys = keySpace(options.prefix ?? 'cairn');
   const timeoutMs = options.timeoutMs ?? 10_000;
   const gate = new Gate(options.client, keys.prefix, timeoutMs);
-  const ctx: StoreContext = { gate, keys, cluster: gate.isCluster, holdings: new Holdings() };
-  const { cluster, holdings } = ctx;
+  const instance = randomUUID();
+  const holdings = new Holdings();
+  const liveness =
+    options.liveness === 'lease'
+      ? undefined
+      : new Liveness({
+          instance,
+          gate,
+          keys,
+          holdings,
+          graceMs: Math.max(0, options.takeoverGraceMs ?? 3_000),
+        });
+  const ctx: StoreContext = { gate, keys, cluster: gate.isCluster, holdings, liveness };
+  const { cluster } = ctx;
   const settledTtl =
     options.settledTtlMs === undefined ? '' : String(Math.max(1, Math.ceil(options.settledTtlMs)));
   const subscribers = new Set<RedisClient>();
   const leases = leaseOperations(ctx, keys.channel);
   const waits = waitOperations(ctx, layoutCurrent);
+  const fenced = fencedWrites(ctx, settledTtl);
+  const streams = streamOperations(ctx, fenced, layoutCurrent);
 
   // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
   // that layout's indexes once and refuses to go on while they exist.
@@ -111,42 +118,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     });
     checkedLayout.catch(() => (checkedLayout = undefined));
     return checkedLayout;
-  }
-
-  /** Runs a fenced write; throws its refusal unless the reply's word is `ok` or one of `accepted`. */
-  async function fenced(
-    operation: string,
-    lua: LuaScript,
-    fence: Fence,
-    args: string[],
-    accepted: readonly string[] = [],
-  ): Promise<Reply> {
-    // A child's write must find its root still at the fence's epoch. A single node checks it in the write's
-    // script; on Cluster the root is in another slot and is read just before, and a holder frozen between
-    // the read and the write is refused by its deadline.
-    const { root } = fence;
-    if (root !== undefined && cluster && !(await rootCurrent(ctx, root, fence.epoch)))
-      throw refusal(fence, ['root']);
-    const { token, deadline } = holdings.fence(fence);
-    const rootHash = root === undefined ? undefined : keys.run(root.runId).run;
-    const reply = await runScript(
-      ctx,
-      operation,
-      lua,
-      fence.runId,
-      [
-        String(fence.epoch),
-        token,
-        deadline,
-        settledTtl,
-        fence.incarnation,
-        root?.incarnation ?? '',
-        ...args,
-      ],
-      rootHash === undefined ? undefined : [rootHash, rootHash],
-    );
-    if (reply[0] !== 'ok' && !accepted.includes(reply[0])) throw refusal(fence, reply);
-    return reply;
   }
 
   async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
@@ -170,7 +141,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     const flush = async () => {
       for (const fields of await readHashes(batch)) {
         if (fields.size === 0 || found.length >= limit) continue;
-        const record = toRecord(fields);
+        const record = toRecord(fields, undefined, 'mark');
         if (statuses.includes(record.status) && keep(record)) found.push(fields);
       }
       batch = [];
@@ -182,11 +153,12 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       if (found.length >= limit) break;
     }
     await flush();
-    return toRecords(ctx, found);
+    return toRecords(ctx, found, 'mark');
   }
 
   const store: RedisStore = {
     prefix: keys.prefix,
+    instance,
 
     async create(init) {
       await layoutCurrent();
@@ -232,11 +204,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       await layoutCurrent();
       const reply = await runScript(ctx, 'load a run', loadRun, runId, []);
       if (reply[0] !== 'ok') return undefined;
-      const [run] = await toRecords(ctx, [hashFields(reply[1])]);
+      const fields = hashFields(reply[1]);
+      const [run] = await toRecords(ctx, [fields]);
+      const checkpointSeq = fields.get('checkpointSeq');
       return {
         run: run!,
         journal: toJournal(reply[2], runId),
         signals: toSignals(reply[3], runId),
+        ...(checkpointSeq === undefined ? {} : { checkpointSeq: Number(checkpointSeq) }),
       };
     },
 
@@ -276,14 +251,24 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async updateStatus(fence, update) {
-      if (update.status === 'waiting') {
+      const reply = await fenced(
+        'update a status',
+        updateRunStatus,
+        fence,
+        [
+          update.status,
+          json(update.error),
+          update.stalls === undefined ? '' : String(update.stalls),
+        ],
+        ['not-waiting'],
+      );
+      if (reply[0] === 'not-waiting') {
         throw new CairnError(
           'INVALID_ARGUMENT',
-          'A run starts waiting with a checkpoint, not a status change.',
+          `Run "${fence.runId}" is ${String(reply[1])}: a run starts waiting with a checkpoint, not a status change.`,
           { data: { runId: fence.runId } },
         );
       }
-      await fenced('update a status', updateRunStatus, fence, [update.status, json(update.error)]);
     },
 
     list: (filter: RunFilter = {}) =>
@@ -334,6 +319,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     ...waits,
+    ...streams,
     ...leases,
     async acquire(runId, options) {
       await layoutCurrent();
@@ -352,12 +338,15 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async subscribe(onWork) {
+      // A killed holder announces nothing: the liveness tells when its grace ends.
+      const stopTakeovers = liveness?.onTakeover(onWork);
       const client = options.client;
       const subscriber: RedisClient = client.isCluster
         ? (client as Cluster).duplicate()
         : (client as Redis).duplicate();
       subscribers.add(subscriber);
       const end = async () => {
+        stopTakeovers?.();
         subscribers.delete(subscriber);
         subscriber.disconnect();
       };
@@ -379,6 +368,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     async close() {
       for (const subscriber of subscribers) subscriber.disconnect();
       subscribers.clear();
+      await liveness?.close();
     },
     [Symbol.asyncDispose]: () => store.close(),
   };

@@ -1,6 +1,14 @@
 import {
   CairnError,
+  callKey,
+  checkDecision,
   checkNewSignal,
+  decisionRefusal,
+  decisionSignal,
+  standingDecision,
+  type ApprovalDecision,
+  type JsonValue,
+  type SignalReceipt,
   checkRunWait,
   RunNotFoundError,
   runEndedError,
@@ -11,7 +19,8 @@ import {
   type RunSignal,
   type RunWait,
 } from '@cairn/sdk';
-import { runScript, type StoreContext } from './context.js';
+import { runScript, type Reply, type StoreContext } from './context.js';
+import { decideRun } from './lua/decide.js';
 import { bucketCount } from './keys.js';
 import { readMailbox } from './lua/mailbox.js';
 import { nextWakeTime } from './lua/next-wake.js';
@@ -81,6 +90,63 @@ export function toSignals(reply: unknown, runId: string): RunSignal[] {
   });
 }
 
+/** A decision sent to a run, by the rules of the sdk's `decide` (see `lua/decide.ts`). */
+async function decideIn(
+  ctx: StoreContext,
+  runId: string,
+  decision: ApprovalDecision,
+): Promise<SignalReceipt> {
+  const reply = await runScript(ctx, 'decide on a call', decideRun, runId, [
+    JSON.stringify(decision),
+    callKey(decision.callId),
+    ctx.keys.channel,
+  ]);
+  const kept = () => standingDecision(JSON.parse(String(reply[2])) as JsonValue);
+  switch (reply[0]) {
+    case 'ok':
+      return { seq: Number(reply[1]), duplicate: false, decision: kept() };
+    case 'duplicate':
+      return { seq: Number(reply[1]), duplicate: true, decision: kept() };
+    case 'not-waiting':
+      return Promise.reject(
+        decisionRefusal(runId, decision.callId, {
+          reason: 'not-waiting',
+          status: String(reply[1]),
+        }),
+      );
+    case 'other-arguments':
+      return Promise.reject(
+        decisionRefusal(runId, decision.callId, {
+          reason: 'other-arguments',
+          argsHash: String(reply[1]),
+        }),
+      );
+    default:
+      return Promise.reject(signalRefusal(runId, reply));
+  }
+}
+
+/** The typed error of a signal or decision script's refusal ({'missing'}, {'child', root} or {'ended', status}). */
+function signalRefusal(runId: string, reply: Reply): CairnError {
+  switch (reply[0]) {
+    case 'missing':
+      return new RunNotFoundError(runId);
+    case 'child':
+      return new CairnError(
+        'INVALID_ARGUMENT',
+        `Run "${runId}" is a child run: signal its root run "${String(reply[1])}".`,
+        { data: { runId, rootRunId: String(reply[1]) } },
+      );
+    case 'ended':
+      return runEndedError(runId, String(reply[1]));
+    default:
+      return new CairnError(
+        'STORE_FAILED',
+        `Unexpected reply "${String(reply[0])}" to signal run "${runId}".`,
+      );
+  }
+}
+
 /**
  * The mailbox half of the store: `signal`, `mailbox`, and `nextWake` over the buckets' waits sets. Each call
  * first awaits `layoutCurrent`, which refuses a prefix still in an older key layout (whose runs it cannot see).
@@ -94,33 +160,17 @@ export function waitOperations(
     async signal(runId, signal) {
       const checked = checkNewSignal(signal);
       await layoutCurrent();
+      if (checked.name === decisionSignal)
+        return decideIn(ctx, runId, checkDecision(runId, checked.payload));
       const reply = await runScript(ctx, 'signal a run', signalRun, runId, [
         JSON.stringify(checked),
         checked.name,
         checked.idempotencyKey ?? '',
         keys.channel,
       ]);
-      switch (reply[0]) {
-        case 'ok':
-          return { seq: Number(reply[1]), duplicate: false };
-        case 'duplicate':
-          return { seq: Number(reply[1]), duplicate: true };
-        case 'missing':
-          throw new RunNotFoundError(runId);
-        case 'child':
-          throw new CairnError(
-            'INVALID_ARGUMENT',
-            `Run "${runId}" is a child run: signal its root run "${String(reply[1])}".`,
-            { data: { runId, rootRunId: String(reply[1]) } },
-          );
-        case 'ended':
-          throw runEndedError(runId, String(reply[1]));
-        default:
-          throw new CairnError(
-            'STORE_FAILED',
-            `Unexpected reply "${reply[0]}" to signal run "${runId}".`,
-          );
-      }
+      if (reply[0] === 'ok') return { seq: Number(reply[1]), duplicate: false };
+      if (reply[0] === 'duplicate') return { seq: Number(reply[1]), duplicate: true };
+      throw signalRefusal(runId, reply);
     },
 
     async mailbox(runId) {
@@ -128,7 +178,7 @@ export function waitOperations(
       return toSignals(await runScript(ctx, 'read a mailbox', readMailbox, runId, []), runId);
     },
 
-    async nextWake(definitions) {
+    async nextWake(definitions, after) {
       if (definitions.length === 0) return null;
       await layoutCurrent();
       const wanted = definitions.flatMap((d) => [d.kind, d.name]);
@@ -138,7 +188,12 @@ export function waitOperations(
             'find the next wake-up',
             nextWakeTime,
             [keys.waits(bucket)],
-            [keys.runKeyPrefix(bucket, 'run'), keys.runKeyPrefix(bucket, 'lease'), ...wanted],
+            [
+              keys.runKeyPrefix(bucket, 'run'),
+              keys.runKeyPrefix(bucket, 'lease'),
+              after === undefined ? '-inf' : `(${clockArg(after)}`,
+              ...wanted,
+            ],
           ),
         ),
       );

@@ -1,8 +1,15 @@
 import { describeStoreConformance } from '@cairn/testing';
-import { redisStore } from '@cairn/store-redis';
+import { redisStore, type RedisStore } from '@cairn/store-redis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { noRedisServer, startOwnCluster, type OwnCluster } from './redis-server.js';
-import { connect, deleteKeys, skippedBecause, sleep, uniquePrefix } from './support.js';
+import {
+  connect,
+  deleteKeys,
+  lapseLiveness,
+  skippedBecause,
+  sleep,
+  uniquePrefix,
+} from './support.js';
 
 // A one-node Redis Cluster owning every slot: Cluster refuses a script whose keys span slots, so the whole
 // suite passing here shows each script stays within its run's slot, and exercises the two-step index.
@@ -29,12 +36,15 @@ if (reason !== undefined) {
   describeStoreConformance('redisStore on a one-node Redis Cluster', async () => {
     const prefix = uniquePrefix('cluster');
     const shortTtlMs = 200;
+    // The node owns every slot, so a plain client may write any key of it.
+    const admin = await connect(server.url);
     return {
       store: async () => redisStore({ client: await server.open(), prefix }),
       shortTtlMs,
       expireLeases: () => sleep(shortTtlMs + 100),
+      crash: (store) => (store as RedisStore).close(),
+      blip: (store) => lapseLiveness(admin, prefix, (store as RedisStore).instance),
       close: async () => {
-        const admin = await connect(server.url);
         await deleteKeys(admin, prefix);
         admin.disconnect();
       },

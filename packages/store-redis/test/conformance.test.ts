@@ -1,5 +1,13 @@
+import type { RedisStore } from '@cairn/store-redis';
 import { describeStoreConformance } from '@cairn/testing';
-import { createRedisHarness, redisUrl, skippedBecause, sleep, unreachable } from './support.js';
+import {
+  createRedisHarness,
+  lapseLiveness,
+  redisUrl,
+  skippedBecause,
+  sleep,
+  unreachable,
+} from './support.js';
 
 const reason = await unreachable();
 
@@ -12,6 +20,10 @@ if (reason === undefined) {
       shortTtlMs,
       // Redis's clock decides when a lease key expires: wait past it.
       expireLeases: () => sleep(shortTtlMs + 100),
+      // A dead process renews no liveness; a closing store ends its own at once.
+      crash: (store) => (store as RedisStore).close(),
+      // Its liveness runs out now, as in a blip; the store renews it at its next tick.
+      blip: (store) => lapseLiveness(harness.admin, harness.prefix, (store as RedisStore).instance),
       close: () => harness.close(),
     };
   });

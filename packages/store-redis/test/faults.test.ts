@@ -7,11 +7,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { keySpace } from '../src/keys.js';
 import {
   connect,
+  connectThroughProxy,
   createRedisHarness,
-  redisUrl,
   skippedBecause,
   sleep,
   unreachable,
+  until,
   type RedisHarness,
 } from './support.js';
 
@@ -35,18 +36,6 @@ const outcome = (promise: Promise<unknown>): Promise<unknown> =>
     (value) => value,
     (error: unknown) => error,
   );
-
-function until(client: Redis, status: 'ready' | 'reconnecting'): Promise<void> {
-  if (client.status === status) return Promise.resolve();
-  return new Promise((resolve) => {
-    const check = () => {
-      if (client.status !== status) return;
-      client.off(status, check);
-      resolve();
-    };
-    client.on(status, check);
-  });
-}
 
 if (reason !== undefined) {
   skippedBecause(reason);
@@ -112,12 +101,7 @@ if (reason !== undefined) {
     let client: Redis;
     let store: RedisStore;
     beforeEach(async () => {
-      const target = new URL(redisUrl);
-      proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
-      const via = new URL(redisUrl);
-      via.hostname = '127.0.0.1';
-      via.port = String(proxy.port);
-      client = await connect(via.toString(), { maxRetriesPerRequest: null });
+      ({ proxy, client } = await connectThroughProxy());
       store = redisStore({ client, prefix: harness.prefix, timeoutMs: 1_000 });
     });
     afterEach(async () => {

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 // The tests reach into the key layout: where a run's index entries are is what they check.
 import { bucketOf, type KeySpace } from '../src/keys.js';
-import { indexMismatches, placement } from './index-placement.js';
+import { indexMismatches, livenessMismatches, placement } from './index-placement.js';
 import { describeOnNodeAndCluster, type OpenedStore, type SlotOf } from './node-and-cluster.js';
 import { noRedisServer } from './redis-server.js';
 import { skippedBecause, sleep } from './support.js';
@@ -23,9 +23,13 @@ const run = (runId: string, status: 'queued' | 'running' = 'queued') => ({
 });
 const definitions = [{ kind: 'agent', name: 'indexes' }];
 
-/** Every run under the prefix is exactly where its hash says in its bucket's indexes, and nothing else is. */
+/**
+ * Every run under the prefix is exactly where its hash says in its bucket's indexes and under its holder's
+ * liveness, and nothing else is.
+ */
 async function expectIndexed(admin: Redis, keys: KeySpace): Promise<void> {
   expect(await indexMismatches(admin, keys)).toEqual([]);
+  expect(await livenessMismatches(admin, keys)).toEqual([]);
 }
 
 /** Registers the tests on the stores `open` gives. */

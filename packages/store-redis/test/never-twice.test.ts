@@ -1,10 +1,10 @@
 import {
   LeaseLostError,
   type Checkpoint,
-  type DurableStore,
   type Fence,
   type JournalEntry,
   type Lease,
+  type StreamChunk,
 } from '@cairn/sdk';
 import { redisStore, type RedisStore } from '@cairn/store-redis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -44,6 +44,12 @@ const checkpoint = (snapshot: Checkpoint['snapshot'], journalSeq: number): Check
   snapshot,
   journalSeq,
 });
+const said = (position: number): StreamChunk => ({
+  position,
+  unit: 'trip',
+  part: { type: 'text', text: String(position) },
+  at: position,
+});
 const parentOf = (lease: Lease) => ({ runId: lease.runId, incarnation: lease.incarnation });
 /** What a promise settled with: its value, or the error it was rejected with. */
 const outcome = (promise: Promise<unknown>): Promise<unknown> =>
@@ -53,14 +59,17 @@ const outcome = (promise: Promise<unknown>): Promise<unknown> =>
   );
 
 /** Every fenced write under `fence` is refused with `LeaseLostError` and changes nothing. */
-async function expectFencedOut(store: DurableStore, fence: Fence): Promise<void> {
+async function expectFencedOut(store: RedisStore, fence: Fence): Promise<void> {
+  const streamed = await store.streamPosition(fence.runId);
   for (const write of [
+    () => store.appendStream(fence, [said(streamed + 1)]),
     () => store.append(fence, [mark(50, 'stale')]),
     () => store.save(fence, checkpoint({ stale: true }, 50)),
     () => store.updateStatus(fence, { status: 'suspended' }),
   ]) {
     expect(await outcome(write())).toBeInstanceOf(LeaseLostError);
   }
+  expect(await store.streamPosition(fence.runId)).toBe(streamed);
 }
 
 function neverTwice(open: () => Promise<RedisStore>): void {
@@ -80,6 +89,8 @@ function neverTwice(open: () => Promise<RedisStore>): void {
       await a.append(child, [mark(1, 'e1')]);
       await a.save(child, checkpoint({ step: 1 }, 1));
       await a.append(child, [mark(2, 'e2')]);
+      await a.appendStream(child, [said(1)]);
+      expect(await a.readStream('child')).toEqual([said(1)]);
       const loaded = await a.load('child');
       expect(loaded?.run.snapshot).toEqual({ step: 1 });
       expect(loaded?.journal).toEqual([mark(2, 'e2')]);
@@ -94,6 +105,7 @@ function neverTwice(open: () => Promise<RedisStore>): void {
       await frozen.create({ ...run('child'), parent: parentOf(parent) });
       const child = (await frozen.adopt('child', parent))!;
       await frozen.append(child, [mark(1, 'e1')]);
+      await frozen.appendStream(child, [said(1)]);
       // The worker restarts under the same owner name and takes the parent back while the frozen process's
       // lease still runs: its child writes carry a current token and deadline, only the root refuses them.
       const taken = (await restarted.acquire('parent', {
@@ -129,6 +141,7 @@ function neverTwice(open: () => Promise<RedisStore>): void {
         leaseUntil: root.leaseUntil,
       });
       await frozen.append(grandchild, [mark(1, 'e1')]);
+      await frozen.appendStream(grandchild, [said(1)]);
 
       const taken = (await restarted.acquire('root', {
         owner: 'w',

@@ -4,6 +4,7 @@ import {
   type Model,
   type ModelRequest,
   type ModelResponse,
+  type ModelStreamPart,
   type ToolCall,
   type Usage,
 } from '@cairn/sdk';
@@ -42,6 +43,21 @@ export interface ScriptedModelOptions {
    * request costs more than the rest of a trip. @defaultValue true
    */
   recordCalls?: boolean;
+  /**
+   * Stream answers: each turn's text in pieces of this many characters, then each tool call's input whole.
+   * Unset: the model has no `stream`, as a provider adapter that cannot stream.
+   */
+  streamPieces?: number;
+  /**
+   * Awaited before each streamed piece of text (`index` from 0): where a test holds a call mid-stream, or
+   * crashes it there.
+   */
+  onPiece?(piece: {
+    turn: number;
+    index: number;
+    text: string;
+    signal: AbortSignal;
+  }): void | Promise<void>;
 }
 
 const defaultUsage: Usage = { inputTokens: 100, outputTokens: 20, totalTokens: 120 };
@@ -53,7 +69,7 @@ const defaultUsage: Usage = { inputTokens: 100, outputTokens: 20, totalTokens: 1
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): ScriptedModel {
   const calls: ModelRequest[] = [];
   const baseUsage = options.usage ?? defaultUsage;
-  return {
+  const model: ScriptedModel = {
     name: options.name ?? 'scripted',
     provider: options.provider ?? 'cairn-testing',
     calls,
@@ -77,6 +93,30 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
         args: call.args,
       }));
       return { message: { role: 'assistant', content: scripted.text ?? '' }, toolCalls, usage };
+    },
+  };
+  const pieceSize = options.streamPieces;
+  if (pieceSize === undefined) return model;
+  return {
+    ...model,
+    async stream(request, onPart: (part: ModelStreamPart) => void) {
+      const response = await model.generate(request);
+      const turn = request.messages.filter((message) => message.role === 'assistant').length;
+      const text = response.message.content;
+      for (let index = 0; index * pieceSize < text.length; index += 1) {
+        const piece = text.slice(index * pieceSize, (index + 1) * pieceSize);
+        // No await without a hook: a piece then costs what a provider's delta costs the runtime, nothing more.
+        if (options.onPiece !== undefined) {
+          await options.onPiece({ turn, index, text: piece, signal: request.signal });
+        }
+        request.signal.throwIfAborted();
+        onPart({ type: 'text', text: piece });
+      }
+      for (const call of response.toolCalls) {
+        onPart({ type: 'tool-input-start', toolCallId: call.id, toolName: call.name });
+        onPart({ type: 'tool-input', toolCallId: call.id, delta: JSON.stringify(call.args) });
+      }
+      return response;
     },
   };
 }

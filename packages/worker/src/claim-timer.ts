@@ -1,15 +1,17 @@
 import type { ClaimableOptions, DurableStore } from '@cairn/sdk';
 
 /**
- * The earliest time a waiting run of these definitions wakes by its time, or null: none waits for a time, or
- * the store could not say (the poll still finds the run then, only later).
+ * The earliest time after `after` (a pass's start) a waiting run of these definitions wakes by its time, or null:
+ * none waits for a time, or the store could not say (the poll still finds the run then, only later). Runs due
+ * already are left out: the pass found them, and one it left alone (parked) must not hide the next sleeper.
  */
 export async function readNextWake(
   store: DurableStore,
   definitions: ClaimableOptions['definitions'],
+  after: number,
 ): Promise<number | null> {
   try {
-    return await store.nextWake(definitions);
+    return await store.nextWake(definitions, after);
   } catch {
     return null;
   }

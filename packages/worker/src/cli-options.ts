@@ -25,6 +25,8 @@ Options (a flag wins over its environment variable):
   --poll-ms <ms>           CAIRN_POLL_MS              fallback poll for new work (default 1000)
   --owner <name>           CAIRN_OWNER                lease owner (default host:pid:random)
   --max-recoveries <n>     CAIRN_MAX_RECOVERIES       takeovers before a run is dead-lettered (default 5)
+  --max-stalls <n>         CAIRN_MAX_STALLS           attempts in a row that end in an error before the run
+                                                      goes on, after which it is dead-lettered (default 5)
   --takeover-on-restart    CAIRN_TAKEOVER_ON_RESTART  take back at once the runs still leased to --owner;
                                                       only with an owner that names one process (true/false)
   --log <format>           CAIRN_LOG                  json (one line per event, default), text or silent
@@ -54,6 +56,7 @@ export interface CliOptions {
     | 'pollMs'
     | 'owner'
     | 'maxRecoveries'
+    | 'maxStalls'
     | 'takeoverOnRestart'
   >;
 }
@@ -69,6 +72,7 @@ const environment = {
   'poll-ms': 'CAIRN_POLL_MS',
   owner: 'CAIRN_OWNER',
   'max-recoveries': 'CAIRN_MAX_RECOVERIES',
+  'max-stalls': 'CAIRN_MAX_STALLS',
   'takeover-on-restart': 'CAIRN_TAKEOVER_ON_RESTART',
   log: 'CAIRN_LOG',
 } as const;
@@ -80,6 +84,7 @@ const flags = {
   'poll-ms': { type: 'string' },
   owner: { type: 'string' },
   'max-recoveries': { type: 'string' },
+  'max-stalls': { type: 'string' },
   'takeover-on-restart': { type: 'boolean' },
   log: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -142,6 +147,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions | '
     heartbeatMs: integer('heartbeat-ms'),
     pollMs: integer('poll-ms'),
     maxRecoveries: integer('max-recoveries'),
+    maxStalls: integer('max-stalls'),
   };
   for (const [key, value] of Object.entries(numbers)) {
     if (value !== undefined) worker[key as keyof typeof numbers] = value;

@@ -1,9 +1,12 @@
 import {
   agentSignals,
   checkRunId,
+  RunNotFoundError,
   sendApprovalDecision,
+  type ApprovalReceipt,
   type DurableStore,
   type JsonValue,
+  type RunSignal,
   type SignalReceipt,
 } from '@cairn/sdk';
 
@@ -26,13 +29,19 @@ export interface RejectOptions {
   /** Why: the model reads it as the call's result. */
   reason?: string;
   by?: string;
+  /**
+   * The `argsHash` of the holding rejected; without it, the arguments the call waits with. A repeat sent once a
+   * planner held the node again with other input then answers the first rejection.
+   */
+  argsHash?: string;
 }
 
 /** How a client talks to runs that are under way, or waiting. */
 export interface SignalSender {
   /**
    * Puts a signal in a run's mailbox: a run waiting for that name wakes and a worker continues it. Throws
-   * `RUN_NOT_FOUND`, `RUN_ENDED` for a run that ended, `INVALID_ARGUMENT` for a child run or a bad signal.
+   * `RUN_NOT_FOUND`, `RUN_ENDED` for a run that ended, `INVALID_ARGUMENT` for a child run or a bad signal. A
+   * `cairn.approval` signal is a decision, checked as `approve` and `reject` check theirs.
    */
   signal(
     runId: string,
@@ -41,12 +50,20 @@ export interface SignalSender {
     options?: SignalOptions,
   ): Promise<SignalReceipt>;
   /**
-   * Approves a tool call an agent's run waits on; the first decision on a call counts, a repeat acts once.
-   * `INVALID_ARGUMENT` when the run does not wait for that call or `argsHash` names other arguments.
+   * Approves a call (an agent's tool call, a planner's node) a run waits on, checked by the store in the step that
+   * keeps it: `INVALID_ARGUMENT` when the run does not wait for that call (not yet, or no more: it timed out, was
+   * steered off) or `argsHash` names other arguments, and nothing is sent. The first decision on a call stands:
+   * a repeat, at any time, answers it (`duplicate`, with the standing `decision`).
    */
-  approve(runId: string, callId: string, options: ApproveOptions): Promise<SignalReceipt>;
-  /** Rejects a tool call an agent's run waits on: the call never runs, the model reads the reason. */
-  reject(runId: string, callId: string, options?: RejectOptions): Promise<SignalReceipt>;
+  approve(runId: string, callId: string, options: ApproveOptions): Promise<ApprovalReceipt>;
+  /** Rejects a call a run waits on (checked as `approve` is): it never runs, the model reads the reason. */
+  reject(runId: string, callId: string, options?: RejectOptions): Promise<ApprovalReceipt>;
+  /**
+   * The signals in a run's mailbox that no checkpoint consumed yet, oldest first: those it has not read. For a run
+   * that ended, what it never read: a message accepted while it failed or was cancelled is not acted on.
+   * `RUN_NOT_FOUND` for an unknown run.
+   */
+  mailbox(runId: string): Promise<RunSignal[]>;
   /** A user message an agent adds to its conversation at its next trip boundary. */
   followUp(runId: string, text: string, options?: SignalOptions): Promise<SignalReceipt>;
   /**
@@ -66,6 +83,13 @@ export function signalSender(store: DurableStore): SignalSender {
     });
   return {
     signal,
+    async mailbox(runId) {
+      const id = checkRunId(runId);
+      const signals = await store.mailbox(id);
+      if (signals.length === 0 && (await store.load(id)) === undefined)
+        throw new RunNotFoundError(id);
+      return signals;
+    },
     approve: (runId, callId, { argsHash, by }) =>
       sendApprovalDecision(store, checkRunId(runId), {
         callId,
@@ -73,10 +97,11 @@ export function signalSender(store: DurableStore): SignalSender {
         argsHash,
         ...(by === undefined ? {} : { by }),
       }),
-    reject: (runId, callId, { reason, by } = {}) =>
+    reject: (runId, callId, { reason, by, argsHash } = {}) =>
       sendApprovalDecision(store, checkRunId(runId), {
         callId,
         approved: false,
+        ...(argsHash === undefined ? {} : { argsHash }),
         ...(reason === undefined ? {} : { reason }),
         ...(by === undefined ? {} : { by }),
       }),

@@ -86,7 +86,8 @@ export function eventReader(store: DurableStore, clock: Clock): EventReader {
   };
 }
 
-function checkedCursor(after: number | undefined): number {
+/** A reader's cursor (`after`): a whole number from 0, else `INVALID_ARGUMENT`. */
+export function checkedCursor(after: number | undefined): number {
   if (after === undefined) return 0;
   if (!Number.isSafeInteger(after) || after < 0) {
     throw new CairnError('INVALID_ARGUMENT', '`after` must be a whole number of at least 0.', {

@@ -23,6 +23,7 @@ import {
   type SignalReceipt,
 } from '@cairn/sdk';
 import { signalSender, type SignalSender } from './client-signals.js';
+import { streamReader, type StreamReader } from './client-stream.js';
 import { eventReader, type EventReader } from './client-watch.js';
 import { runInfo, type RunInfo } from './run-info.js';
 
@@ -76,7 +77,7 @@ export interface ClientOptions {
 }
 
 /** Starts, signals, inspects, waits for, cancels and discards runs that workers perform. */
-export interface CairnClient extends SignalSender, EventReader {
+export interface CairnClient extends SignalSender, EventReader, StreamReader {
   /** Enqueues a run of an agent or planner for a worker; starting the same run id twice returns the first. */
   start<Input>(
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -148,6 +149,7 @@ export function createClient(options: ClientOptions): CairnClient {
   return {
     ...signals,
     ...eventReader(store, clock),
+    ...streamReader(store, clock),
     async start(
       target: {
         kind: string;

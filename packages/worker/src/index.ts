@@ -15,6 +15,7 @@ export type {
   SignalSender,
 } from './client-signals.js';
 export type { EventReader, EventsOptions, WatchOptions } from './client-watch.js';
+export type { ClientStreamOptions, StreamReader } from './client-stream.js';
 export type { WaitingFor } from './run-info.js';
 export { createWorker } from './worker.js';
 export type { Worker, WorkerOptions } from './worker.js';

@@ -15,8 +15,11 @@ import {
   type Clock,
   type DurableStore,
   type Lease,
+  type RunRecord,
   type RunWait,
   type StoreRetryPolicy,
+  type StreamOptions,
+  checkStreamOptions,
 } from '@cairn/sdk';
 import { delayBeforeNextPass, readNextWake } from './claim-timer.js';
 import { DefinitionRegistry, type Runnable } from './definitions.js';
@@ -50,6 +53,11 @@ export interface WorkerOptions {
   takeoverOnRestart?: boolean;
   /** Claims from holders that died holding a run, past which it is dead-lettered. @defaultValue 5 */
   maxRecoveries?: number;
+  /**
+   * Attempts in a row that end in an error before the run can go on (a store that keeps refusing its checkpoint,
+   * an error the runtime cannot get past), at which it is dead-lettered with the last error. @defaultValue 5
+   */
+  maxStalls?: number;
   /** Fallback poll for new work when the store cannot notify, or misses a notification. @defaultValue 1000 */
   pollMs?: number;
   /** Signals that start a graceful shutdown; a second one exits at once. Empty to handle none. @defaultValue SIGTERM, SIGINT */
@@ -59,6 +67,8 @@ export interface WorkerOptions {
   tracerProvider?: TracerProvider;
   /** How store writes are retried; each field not set here is the definition's `durable.storeRetry`'s. */
   storeRetry?: Partial<StoreRetryPolicy>;
+  /** Model calls stream to each run's stream log; unset: the definition's `durable.stream`. */
+  stream?: boolean | StreamOptions;
   onEvent?(event: WorkerEvent): void;
   /** Called at every crash boundary of every run (for crash-injection tests and timelines). */
   onBoundary?: BoundaryHook;
@@ -86,6 +96,7 @@ export function createWorker(options: WorkerOptions): Worker {
     ...(options.definitions ?? []),
   ]);
   const { store } = options;
+  checkStreamOptions(options.stream);
   const clock = options.clock ?? systemClock;
   const owner = options.owner ?? defaultOwner();
   const concurrency = options.concurrency ?? 10;
@@ -112,11 +123,23 @@ export function createWorker(options: WorkerOptions): Worker {
   const signalHandlers = new Map<NodeJS.Signals, () => void>();
 
   const park = (runId: string, ms: number) => parked.set(runId, clock.now() + ms);
+  /** Runs found unreadable (SNAPSHOT_INVALID), with how long they were last parked for. */
+  const unreadable = new Map<string, number>();
 
   /** Performs one run: claimed here (run by run), or already claimed by a batch claim (`lease`). */
   async function perform(runId: string, lease?: Lease): Promise<void> {
-    const record = lease?.claimed?.run ?? (await store.load(runId))?.run;
-    if (record === undefined) return;
+    let record: RunRecord | undefined;
+    try {
+      record = lease?.claimed?.run ?? (await store.load(runId))?.run;
+    } catch (error) {
+      // A run claimed in a batch that cannot be read (SNAPSHOT_INVALID) is given back, never held.
+      if (lease !== undefined) await store.release(lease).catch(() => undefined);
+      throw error;
+    }
+    if (record === undefined) {
+      if (lease !== undefined) await store.release(lease).catch(() => undefined);
+      return;
+    }
     const runnable = registry.get(record.kind, record.name);
     if (runnable === undefined) {
       park(runId, 60_000);
@@ -148,9 +171,11 @@ export function createWorker(options: WorkerOptions): Worker {
           ...options.storeRetry,
         },
         deleteOnComplete: runnable.durable?.deleteOnComplete ?? false,
+        stream: options.stream ?? runnable.durable?.stream ?? false,
         tracer: cairnTracer(options.tracerProvider ?? runnable.tracerProvider),
         handOverSignal: handOver.signal,
         maxRecoveries: options.maxRecoveries ?? 5,
+        ...(options.maxStalls === undefined ? {} : { maxStalls: options.maxStalls }),
         reclaimOwn: options.takeoverOnRestart === true,
         ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
         ...(options.onBoundary === undefined ? {} : { onBoundary: options.onBoundary }),
@@ -171,6 +196,7 @@ export function createWorker(options: WorkerOptions): Worker {
             recoveries: claimedLease.recoveries ?? 0,
           }),
       });
+      unreadable.delete(runId);
       // A run that had already ended when it was looked at was performed by nobody here.
       if (result.epoch !== null) emit({ type: 'completed', runId });
     } catch (error) {
@@ -201,11 +227,16 @@ export function createWorker(options: WorkerOptions): Worker {
       emit({ type: 'suspended', runId, message });
     } else if (isCairnError(error) && error.code === 'RUN_DEAD_LETTERED') {
       emit({ type: 'dead_lettered', runId, message });
-    } else if (
-      isCairnError(error) &&
-      (error.code === 'STORE_UNAVAILABLE' || error.code === 'SNAPSHOT_INVALID')
-    ) {
-      park(runId, error.code === 'SNAPSHOT_INVALID' ? 60_000 : 1_000);
+    } else if (isCairnError(error) && error.code === 'SNAPSHOT_INVALID') {
+      // Rows changed behind the store's back stay so until someone mends them: said once, then looked at again
+      // less and less often (1 min, doubling, up to an hour), never claimed in a loop.
+      const parkedFor = unreadable.get(runId);
+      const next = parkedFor === undefined ? 60_000 : Math.min(parkedFor * 2, 3_600_000);
+      unreadable.set(runId, next);
+      park(runId, next);
+      if (parkedFor === undefined) emit({ type: 'skipped', runId, code: error.code, message });
+    } else if (isCairnError(error) && error.code === 'STORE_UNAVAILABLE') {
+      park(runId, 1_000);
       emit({ type: 'skipped', runId, code: error.code, message });
     } else {
       const code = isCairnError(error) ? error.code : 'UNKNOWN';
@@ -273,7 +304,8 @@ export function createWorker(options: WorkerOptions): Worker {
           }
           failures = 0;
           // With every slot taken there is nothing to claim at a wake-up: a freed slot wakes the loop.
-          if (active.size < concurrency) nextWake = await readNextWake(store, registry.keys);
+          if (active.size < concurrency)
+            nextWake = await readNextWake(store, registry.keys, passStart);
         } catch (error) {
           failures += 1;
           emit({

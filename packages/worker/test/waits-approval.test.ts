@@ -77,6 +77,7 @@ describe('a run that waits for approval, through a worker and a client', () => {
     await expect(client.approve(runId, 'c-refund', { argsHash, by: 'ana' })).resolves.toEqual({
       seq: 1,
       duplicate: false,
+      decision: { callId: 'c-refund', approved: true, argsHash, by: 'ana' },
     });
     expect(await client.result(runId, { pollMs: 5 })).toBe('Refunded.');
     expect(refunds).toEqual([`${runId}:o-1`]);
@@ -137,10 +138,11 @@ describe('a run that waits for approval, through a worker and a client', () => {
     expect(receipts.map((r) => r.duplicate).sort()).toEqual([false, true]);
     expect(receipts[0]!.seq).toBe(receipts[1]!.seq);
     expect(await client.result(runId, { pollMs: 5 })).toBe('Refunded.');
-    // A click after the run went on: the call no longer waits, so nothing is sent.
+    // A click after the run went on (and ended): the same receipt, naming the decision that stands.
+    const standing = receipts.find((r) => !r.duplicate)!;
     await expect(
       client.approve(runId, 'c-refund', { argsHash: pending!.argsHash }),
-    ).rejects.toSatisfy((e) => e instanceof CairnError && e.code === 'INVALID_ARGUMENT');
+    ).resolves.toEqual({ ...standing, duplicate: true });
     expect(refunds).toEqual([`${runId}:o-1`]);
   });
 

@@ -75,6 +75,34 @@ describe('runs that wait for a time, on a worker that never polls', () => {
     expect(model.calls).toHaveLength(2);
   });
 
+  it('keeps timing the next sleeper when a due run it parked (drifted after a deploy) heads the wait index', async () => {
+    const clock = createFakeClock();
+    const store = memoryStore({ clock });
+    const client = createClient({ store });
+    const { agent } = refundAgent(store, clock, { script: [{ text: 'started' }] });
+    // Written by an older version of the definition: due now, and parked by the worker for its drift.
+    await store.create({
+      runId: 'drifted',
+      status: 'waiting',
+      wait: { until: clock.now(), signals: [] },
+      kind: 'agent',
+      name: 'support',
+      signature: 'an-older-version',
+      snapshot: { format: 1, state: {}, pending: [], journalSeq: 0 },
+    });
+    const later = await client.start(agent, 'later', { startAt: new Date(clock.now() + 60_000) });
+
+    const { worker, types } = startWorker(store, clock, [agent]);
+    await worker.start();
+    await until(() => types('skipped').length === 1 && clock.pendingTimers() === 1);
+    expect(types('skipped')).toMatchObject([{ runId: 'drifted', code: 'AGENT_DRIFT' }]);
+    await clock.advance(60_000);
+    // Woken by its timer (this worker never polls), or not at all.
+    for (let i = 0; i < 200 && (await client.get(later.runId))?.status !== 'completed'; i += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await client.get(later.runId))?.status).toBe('completed');
+  });
+
   it('decides wait times on the worker’s clock, not the store’s', async () => {
     // The store runs on the real clock, months past the fake one: on its own clock the start is long due.
     const clock = createFakeClock();

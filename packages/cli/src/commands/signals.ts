@@ -1,5 +1,11 @@
 /** `cairn runs signal`, `approve` and `reject`: a client's signals, sent to a run's mailbox. */
-import { CairnError, RunNotFoundError, type JsonValue, type SignalReceipt } from '@cairn/sdk';
+import {
+  CairnError,
+  RunNotFoundError,
+  type JsonValue,
+  type SignalReceipt,
+  type StandingDecision,
+} from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 
 /** What a signal command prints of the store's receipt. */
@@ -10,14 +16,32 @@ function printReceipt(
   receipt: SignalReceipt,
 ): void {
   if (context.json) {
-    context.printJson({ ...json, seq: receipt.seq, duplicate: receipt.duplicate });
+    context.printJson({
+      ...json,
+      seq: receipt.seq,
+      duplicate: receipt.duplicate,
+      ...(receipt.decision === undefined
+        ? {}
+        : { standing: receipt.decision as unknown as JsonValue }),
+    });
     return;
   }
+  const before =
+    receipt.decision === undefined
+      ? `already sent before (#${receipt.seq})`
+      : `the call was decided before (#${receipt.seq}: ${described(receipt.decision)})`;
   context.print(
     receipt.duplicate
-      ? `${what}: already sent before (#${receipt.seq}); this one changed nothing.`
+      ? `${what}: ${before}; this one changed nothing.`
       : `${what} (#${receipt.seq}).`,
   );
+}
+
+/** A standing decision in words: `approved by ana`, `rejected by bo: too expensive`. */
+function described(decision: StandingDecision): string {
+  const by = decision.by === undefined ? '' : ` by ${decision.by}`;
+  const reason = decision.reason === undefined ? '' : `: ${decision.reason}`;
+  return `${decision.approved ? 'approved' : 'rejected'}${by}${reason}`;
 }
 
 export async function signalRun(

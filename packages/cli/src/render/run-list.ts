@@ -57,11 +57,13 @@ export function renderRunTable(runs: readonly RunSummary[], style: Style): strin
     statusPaint(run.status, style)(run.status),
     describeHolder(run, style),
     formatTime(run.updatedAt),
-    run.status === 'waiting'
-      ? describeWait(run.waitingFor)
-      : run.error === null
-        ? ''
-        : style.bad(run.error.code),
+    run.unreadable !== null
+      ? style.bad('SNAPSHOT_INVALID (its rows cannot be read)')
+      : run.status === 'waiting'
+        ? describeWait(run.waitingFor)
+        : run.error === null
+          ? ''
+          : style.bad(run.error.code),
   ]);
   return renderTable(
     ['RUN', 'KIND', 'NAME', 'STATUS', 'HOLDER', 'UPDATED', 'WAITS FOR / ERROR'].map(style.strong),

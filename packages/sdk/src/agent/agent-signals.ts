@@ -1,14 +1,21 @@
 import { createHash } from 'node:crypto';
-import { CairnError, RunNotFoundError } from '../errors.js';
+import { CairnError } from '../errors.js';
 import { checkRunId } from '../run-id.js';
 import { canonicalJson, type JsonValue } from '../json.js';
 import type { SnapshotStore } from '../store/contract.js';
-import type { NewSignal, SignalReceipt } from '../store/waits.js';
+import {
+  decisionSignal,
+  type ApprovalDecision,
+  type StandingDecision,
+} from '../store/decisions.js';
+import type { SignalReceipt } from '../store/waits.js';
+
+export { parseApprovalDecision, type ApprovalDecision } from '../store/decisions.js';
 
 /** The signals an agent understands, by name. Others reach its mailbox and are consumed unread. */
 export const agentSignals = {
-  /** A person's decision on a tool call the approval policy held back. */
-  approval: 'cairn.approval',
+  /** A person's decision on a tool call the approval policy held back (see `ApprovalDecision`). */
+  approval: decisionSignal,
   /** A user message added to the conversation at the next trip boundary. */
   followUp: 'cairn.follow-up',
   /**
@@ -17,18 +24,6 @@ export const agentSignals = {
    */
   steer: 'cairn.steer',
 } as const;
-
-/** A decision on a held tool call, as the approval signal carries it. */
-export interface ApprovalDecision {
-  callId: string;
-  approved: boolean;
-  /** The hash of the arguments the decision is about (`toolArgsHash`); required to approve. */
-  argsHash?: string;
-  /** Who decided, for the record. */
-  by?: string;
-  /** Why, for a rejection: the model reads it as the call's result. */
-  reason?: string;
-}
 
 /** What a run's `wait.detail` lists for a tool call waiting for a decision. */
 export interface PendingApprovalView {
@@ -43,20 +38,6 @@ export interface PendingApprovalView {
 /** The hash an approval names, so that approving one set of arguments never approves another. */
 export function toolArgsHash(args: JsonValue): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
-}
-
-/** Reads an approval signal's payload; undefined for one that is not a decision. */
-export function parseApprovalDecision(payload: JsonValue): ApprovalDecision | undefined {
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return undefined;
-  const { callId, approved, argsHash, by, reason } = payload;
-  if (typeof callId !== 'string' || typeof approved !== 'boolean') return undefined;
-  return {
-    callId,
-    approved,
-    ...(typeof argsHash === 'string' ? { argsHash } : {}),
-    ...(typeof by === 'string' ? { by } : {}),
-    ...(typeof reason === 'string' ? { reason } : {}),
-  };
 }
 
 /** A user message's text from a follow-up or steer signal, whether sent as text or as `{ content }`. */
@@ -76,43 +57,39 @@ export function pendingApprovals(detail: JsonValue | undefined): PendingApproval
   return Array.isArray(approvals) ? (approvals as unknown as PendingApprovalView[]) : [];
 }
 
+/** What `approve` and `reject` answer: the receipt, and the decision that stands for the call. */
+export interface ApprovalReceipt extends SignalReceipt {
+  /**
+   * The call's standing decision: this one, or, for a repeat (`duplicate`), the first one accepted, which may
+   * differ from this one (approving a call that was rejected answers the rejection).
+   */
+  decision: StandingDecision;
+}
+
 /**
- * Sends a decision on a held tool call. The run must be waiting for a decision on that call, and an approval
- * must name the hash of the arguments it waits with: otherwise `INVALID_ARGUMENT`, and nothing is sent. The
- * idempotency key is the call's own, so the first decision on a call is the one that counts and a repeated
- * send (a double click, a retried webhook) acts once.
+ * Sends a decision on a held call. The store accepts it only while the run waits for a decision on that call,
+ * and an approval only when it names the hash of the arguments the call waits with, checked in the same step
+ * that keeps it: otherwise `INVALID_ARGUMENT`, and nothing is sent. A call's first decision stands: a repeat (a
+ * double click, a retried webhook) answers it, at any time, with `duplicate: true`.
  */
 export async function sendApprovalDecision(
   store: SnapshotStore,
   runId: string,
   decision: ApprovalDecision,
-): Promise<SignalReceipt> {
-  const loaded = await store.load(runId);
-  if (loaded === undefined) throw new RunNotFoundError(runId);
-  const waiting = pendingApprovals(loaded.run.wait?.detail).find(
-    (pending) => pending.callId === decision.callId,
-  );
-  if (waiting === undefined) {
-    throw new CairnError(
-      'INVALID_ARGUMENT',
-      `Run "${runId}" is not waiting for a decision on tool call "${decision.callId}".`,
-      { data: { runId, callId: decision.callId, status: loaded.run.status } },
-    );
-  }
-  if (decision.approved && decision.argsHash !== waiting.argsHash) {
-    throw new CairnError(
-      'INVALID_ARGUMENT',
-      `The approval of tool call "${decision.callId}" names other arguments than the call waits with: ` +
-        'read them again (`waitingFor`) before approving.',
-      { data: { runId, callId: decision.callId, argsHash: waiting.argsHash } },
-    );
-  }
-  const signal: NewSignal = {
+): Promise<ApprovalReceipt> {
+  const receipt = await store.signal(runId, {
     name: agentSignals.approval,
     payload: { ...decision } as unknown as JsonValue,
-    idempotencyKey: `${agentSignals.approval}:${decision.callId}`,
-  };
-  return store.signal(runId, signal);
+  });
+  if (receipt.decision === undefined) {
+    throw new CairnError(
+      'STORE_FAILED',
+      `The store took the decision on call "${decision.callId}" of run "${runId}" as a plain signal: it ` +
+        'does not keep the decision rules of the store contract.',
+      { data: { runId, callId: decision.callId } },
+    );
+  }
+  return { seq: receipt.seq, duplicate: receipt.duplicate, decision: receipt.decision };
 }
 
 /** The decision methods agents and planners share: `approve` and `reject` a held call of one of their runs. */
@@ -126,13 +103,17 @@ export interface ApprovalMethods {
     runId: string,
     callId: string,
     options: { argsHash: string; by?: string },
-  ): Promise<SignalReceipt>;
-  /** Rejects a held call: an agent's model reads the reason as the call's result; a planner replans. */
+  ): Promise<ApprovalReceipt>;
+  /**
+   * Rejects a held call: an agent's model reads the reason as the call's result; a planner replans. `argsHash`
+   * (optional) names the arguments rejected: a repeat sent after a planner held the node again with other input
+   * then answers the first rejection instead of rejecting the new holding.
+   */
   reject(
     runId: string,
     callId: string,
-    options?: { reason?: string; by?: string },
-  ): Promise<SignalReceipt>;
+    options?: { reason?: string; by?: string; argsHash?: string },
+  ): Promise<ApprovalReceipt>;
 }
 
 /** `approve` and `reject` through the store `store()` gives (it throws when the definition has none). */
@@ -145,10 +126,11 @@ export function approvalMethods(store: () => SnapshotStore): ApprovalMethods {
         argsHash,
         ...(by === undefined ? {} : { by }),
       }),
-    reject: (runId, callId, { reason, by } = {}) =>
+    reject: (runId, callId, { reason, by, argsHash } = {}) =>
       sendApprovalDecision(store(), checkRunId(runId), {
         callId,
         approved: false,
+        ...(argsHash === undefined ? {} : { argsHash }),
         ...(reason === undefined ? {} : { reason }),
         ...(by === undefined ? {} : { by }),
       }),

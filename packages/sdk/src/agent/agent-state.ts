@@ -91,28 +91,59 @@ const heldTrip = z.object({
 });
 const inboxMessage = z.object({ kind: z.enum(['followUp', 'steer']), content: z.string() });
 
+/**
+ * Why a conversation is not one an agent writes, or undefined: one assistant message per settled trip, and every
+ * tool call answered, in the order asked, right after the answer that asked for it (but the last answer's, whose
+ * calls may still run or wait). A conversation cut short, or spliced, with its counts edited to match, fails it.
+ */
+export function conversationProblem(
+  state: Pick<AgentState, 'messages' | 'trips'>,
+): string | undefined {
+  const { messages, trips } = state;
+  const answers = messages.filter((message) => message.role === 'assistant').length;
+  if (answers !== trips) return `it has ${answers} model answers for ${trips} trips`;
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index]!;
+    if (message.role === 'tool')
+      return `message ${index} answers a tool call nobody asked for there`;
+    if (message.role !== 'assistant' || index === messages.length - 1) continue;
+    for (const call of message.toolCalls ?? []) {
+      const answer = messages[index + 1];
+      if (answer?.role !== 'tool' || answer.toolCallId !== call.id)
+        return `tool call ${call.id} of message ${index} is not answered after it`;
+      index += 1;
+    }
+  }
+  return undefined;
+}
+
 /** Validates a stored agent state. */
-export const agentStateSchema: z.ZodType<AgentState> = z.object({
-  input: z.string(),
-  messages: z.array(message),
-  trips: count,
-  usage: z.object({
-    inputTokens: count,
-    outputTokens: count,
-    totalTokens: count,
-    cachedInputTokens: count.optional(),
-  }),
-  held: heldTrip.optional(),
-  inbox: z.array(inboxMessage).optional(),
-  earlyDecisions: z
-    .array(
-      z.object({
-        callId: z.string(),
-        approved: z.boolean(),
-        argsHash: z.string().optional(),
-        by: z.string().optional(),
-        reason: z.string().optional(),
-      }),
-    )
-    .optional(),
-}) as z.ZodType<AgentState>;
+export const agentStateSchema: z.ZodType<AgentState> = z
+  .object({
+    input: z.string(),
+    messages: z.array(message),
+    trips: count,
+    usage: z.object({
+      inputTokens: count,
+      outputTokens: count,
+      totalTokens: count,
+      cachedInputTokens: count.optional(),
+    }),
+    held: heldTrip.optional(),
+    inbox: z.array(inboxMessage).optional(),
+    earlyDecisions: z
+      .array(
+        z.object({
+          callId: z.string(),
+          approved: z.boolean(),
+          argsHash: z.string().optional(),
+          by: z.string().optional(),
+          reason: z.string().optional(),
+        }),
+      )
+      .optional(),
+  })
+  .superRefine((state, context) => {
+    const problem = conversationProblem(state as AgentState);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+  }) as z.ZodType<AgentState>;

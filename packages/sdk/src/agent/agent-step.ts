@@ -5,7 +5,7 @@ import {
   serializeError,
   type SerializedError,
 } from '../errors.js';
-import type { JsonValue } from '../json.js';
+import { canonicalJson, type JsonValue } from '../json.js';
 import {
   addUsage,
   modelAnswerProblem,
@@ -99,23 +99,44 @@ export function agentStep(shape: AgentShape, state: AgentState, event: StepEvent
   return afterTools(shape, state, toolMessages(shape, state, event.effects));
 }
 
-/** What an agent's `checkStoredEffect` says of an effect read back from a store (see `DurableDefinition`). */
+/**
+ * What an agent's `checkStoredEffect` says of an effect read back from a store (see `DurableDefinition`): a model
+ * call of a trip, with an answer a model gives; or a call of one of its tools, with arguments that tool takes,
+ * that the conversation's last answer asked for, in the current trip.
+ */
 export function checkStoredAgentEffect(
+  shape: Pick<AgentShape, 'tools'>,
   effect: Effect,
-  settled?: { value: JsonValue },
+  settled: { value: JsonValue } | undefined,
+  state: AgentState,
 ): string | undefined {
   if (effect.kind === 'model') {
     if (typeof effect.trip !== 'number') return 'is a model call without its trip';
     return settled === undefined ? undefined : modelAnswerProblem(settled.value);
   }
-  if (effect.kind === 'tool') {
-    const complete =
-      typeof effect.tool === 'string' &&
-      typeof effect.toolCallId === 'string' &&
-      typeof effect.trip === 'number';
-    return complete ? undefined : 'is a tool call without its tool, call id or trip';
-  }
-  return `is of a kind agents never perform (${JSON.stringify(effect.kind)})`;
+  if (effect.kind !== 'tool')
+    return `is of a kind agents never perform (${JSON.stringify(effect.kind)})`;
+  const { tool: name, toolCallId, trip } = effect;
+  if (typeof name !== 'string' || typeof toolCallId !== 'string' || typeof trip !== 'number')
+    return 'is a tool call without its tool, call id or trip';
+  const tool = shape.tools.get(name);
+  if (tool === undefined) return `calls "${name}", which is not one of the agent's tools`;
+  const args = (effect.args ?? null) as JsonValue;
+  const parsed = parseToolArgs(tool, args);
+  if (!parsed.ok) return `has arguments its tool cannot take (${parsed.message})`;
+  const last = state.messages.at(-1);
+  const asked =
+    trip === state.trips - 1 &&
+    last?.role === 'assistant' &&
+    (last.toolCalls ?? []).some(
+      (call) =>
+        call.id === toolCallId &&
+        call.name === name &&
+        canonicalJson(call.args) === canonicalJson(args),
+    );
+  return asked
+    ? undefined
+    : `is a call the conversation's last answer did not ask for (${toolCallId})`;
 }
 
 export function modelEffectId(trip: number): string {

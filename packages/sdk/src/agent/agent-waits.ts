@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { decideHeldCalls, undecidedViews, type HeldCall, type HoldContext } from '../approvals.js';
+import {
+  undecidedViews,
+  withDecision,
+  withTimeouts,
+  type HeldCall,
+  type HoldContext,
+} from '../approvals.js';
 import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
 import type { RunSignal } from '../store/waits.js';
@@ -22,12 +28,13 @@ type WaitArgs = z.output<typeof waitInput>;
  * A tool that lets the model put the run to sleep ("check back in two days"): the run waits, holding nothing,
  * and the call's result (when it woke) is read in the next trip. A steer message cuts the sleep short.
  */
-export function waitUntilTool(
-  options: { name?: string; maxSeconds?: number } = {},
-): Tool<WaitArgs, JsonValue> {
+export function waitUntilTool<const Name extends string = 'wait_until'>(
+  options: { name?: Name; maxSeconds?: number } = {},
+): Tool<WaitArgs, JsonValue, NoInfer<Name>> {
   const maxSeconds = options.maxSeconds ?? 90 * 24 * 3600;
   const tool = {
-    name: options.name ?? 'wait_until',
+    // Its name as a literal type, so an agent's approval rules stay typed with it among the tools.
+    name: options.name ?? ('wait_until' as Name),
     description:
       'Pause this task and continue later: after `seconds`, or at `until` (ISO 8601). ' +
       `At most ${maxSeconds} seconds. Use it to check back on something that takes time.`,
@@ -97,11 +104,15 @@ export function waitDetail(held: HeldTrip): JsonValue {
   };
 }
 
+/** Why a call still waiting for a decision is answered as not approved when a steer arrives. */
+const steeredOffReason = 'The user sent new instructions before this call was approved';
+
 /**
- * Takes signals into the state: decisions on held calls, and user messages for the inbox (a steer also
- * rejects the calls still waiting and cuts a sleep short). Then applies the policy's timeout to calls past
- * their deadline. Signals of other names are consumed unread. Throws `APPROVAL_TIMEOUT` under
- * `onTimeout: 'fail'`.
+ * Takes signals into the state, each in its turn in mailbox order: a decision decides the held call it names
+ * when nothing decided it before; a follow-up or steer joins the inbox, and a steer also rejects the calls still
+ * undecided at its place and cuts a sleep short, so it never undoes an approval that came before it. Then applies
+ * the policy's timeout to calls past their deadline. Signals of other names are consumed unread. Throws
+ * `APPROVAL_TIMEOUT` under `onTimeout: 'fail'`.
  */
 export function takeSignals(
   state: AgentState,
@@ -109,42 +120,38 @@ export function takeSignals(
   context: HoldContext,
 ): AgentState {
   const inbox = [...(state.inbox ?? [])];
-  let steered = false;
+  let approvals = state.held?.approvals ?? [];
+  let interruptedAt: number | undefined;
   for (const signal of signals) {
+    if (signal.name === agentSignals.approval) {
+      approvals = withDecision(approvals, signal);
+      continue;
+    }
     if (signal.name !== agentSignals.followUp && signal.name !== agentSignals.steer) continue;
     const content = messageText(signal.payload);
     if (content === undefined) continue;
     const steer = signal.name === agentSignals.steer;
     inbox.push({ kind: steer ? 'steer' : 'followUp', content });
-    steered ||= steer;
+    if (!steer) continue;
+    interruptedAt = context.now;
+    approvals = approvals.map((call) =>
+      call.decision !== undefined
+        ? call
+        : { ...call, decision: { approved: false, reason: steeredOffReason } },
+    );
   }
   const next: AgentState = { ...state };
   if (inbox.length > 0) next.inbox = inbox;
   const early = earlyDecisionsOf(state, signals);
   if (early.length > 0) next.earlyDecisions = early;
   if (state.held === undefined) return next;
-  // A steer interrupts the plan: what still waits for a decision is answered as not approved.
-  const steeredOff = steered
-    ? state.held.approvals.map((call) =>
-        call.decision !== undefined
-          ? call
-          : {
-              ...call,
-              decision: {
-                approved: false,
-                reason: 'The user sent new instructions before this call was approved',
-              },
-            },
-      )
-    : state.held.approvals;
-  const approvals = decideHeldCalls(steeredOff, signals, context);
   const sleep = state.held.sleep;
   next.held = {
     ...state.held,
-    approvals,
+    approvals: withTimeouts(approvals, context),
     ...(sleep === undefined
       ? {}
-      : { sleep: steered ? { ...sleep, interruptedAt: context.now } : { ...sleep } }),
+      : { sleep: interruptedAt === undefined ? { ...sleep } : { ...sleep, interruptedAt } }),
   };
   return next;
 }

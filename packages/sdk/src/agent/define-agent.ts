@@ -34,14 +34,17 @@ import {
   type ApprovalMethods,
 } from './agent-signals.js';
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
-import type { ApprovalPolicy } from '../approvals.js';
+import type { AgentApprovalPolicy, ApprovalPolicy } from '../approvals.js';
 import { agentTelemetry } from './agent-telemetry.js';
 
-/** What `defineAgent` takes. */
-export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
+/** What `defineAgent` takes. `Tools`: the tools, whose names and inputs type the approval rules. */
+export interface AgentConfig<
+  OutputSchema extends z.ZodType | undefined,
+  Tools extends readonly AnyTool[] = readonly AnyTool[],
+> {
   name: string;
   model: Model;
-  tools?: readonly AnyTool[];
+  tools?: Tools;
   /** The system prompt. Not part of the signature: editing it is not drift. */
   system?: string;
   /** Model calls a run may make before it fails with `MAX_TRIPS_EXCEEDED`. @defaultValue 10 */
@@ -58,9 +61,9 @@ export interface AgentConfig<OutputSchema extends z.ZodType | undefined> {
   /**
    * Tool calls that wait for a person's decision before they run (`client.approve` / `client.reject`, or
    * `agent.approve` / `agent.reject`). Not part of the signature: a run decides each call once, under the
-   * policy it met.
+   * policy it met. Each tool's rule is typed by that tool's input: `{ refund: (args) => args.cents > 10_000 }`.
    */
-  approval?: ApprovalPolicy;
+  approval?: AgentApprovalPolicy<Tools[number]>;
 }
 
 /** The output type of an agent: the schema's output, or the final text. */
@@ -115,9 +118,10 @@ export interface Agent<Output = unknown> extends ApprovalMethods {
 }
 
 /** Defines a durable agent. */
-export function defineAgent<OutputSchema extends z.ZodType | undefined = undefined>(
-  config: AgentConfig<OutputSchema>,
-): Agent<AgentOutput<OutputSchema>> {
+export function defineAgent<
+  OutputSchema extends z.ZodType | undefined = undefined,
+  const Tools extends readonly AnyTool[] = readonly AnyTool[],
+>(config: AgentConfig<OutputSchema, Tools>): Agent<AgentOutput<OutputSchema>> {
   type Output = AgentOutput<OutputSchema>;
   const tools = new Map<string, AnyTool>();
   for (const tool of config.tools ?? []) {
@@ -149,7 +153,8 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     maxTrips,
     output: config.output,
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
-    approval: config.approval,
+    // The typed rules are the runtime's: a rule left out is `undefined`, which holds nothing.
+    approval: config.approval as ApprovalPolicy | undefined,
   };
   const signature = structuralSignature({
     kind: 'agent',
@@ -173,10 +178,12 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
     parseState: (state) => agentStateSchema.parse(state),
     parseOutput: (output) => output as Output,
     driftError: (runId, stored, current) => new AgentDriftError(runId, stored, current),
-    checkStoredEffect: checkStoredAgentEffect,
+    checkStoredEffect: (effect, settled, state) =>
+      checkStoredAgentEffect(shape, effect, settled, state),
     telemetry: agentTelemetry(config.name, config.model),
     // Follow-up and steer messages reach it at trip boundaries, not only when a wait ends.
     receivesSignals: true,
+    streams: (effect: Effect) => effect.kind === 'model',
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);
       if (effect.kind === 'tool') return callTool(effect, context);
@@ -195,7 +202,7 @@ export function defineAgent<OutputSchema extends z.ZodType | undefined = undefin
       signal: context.signal,
     };
     if (responseSchema !== undefined) request.responseSchema = responseSchema;
-    return generateChecked(config.model, request);
+    return generateChecked(config.model, request, context.stream);
   }
 
   async function callTool(effect: Effect, context: EffectContext<AgentState>): Promise<JsonValue> {

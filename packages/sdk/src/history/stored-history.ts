@@ -1,17 +1,19 @@
 import type { JsonValue } from '../json.js';
 import type { RunStatus } from '../store/contract.js';
+import { expandRecords, unitLabel } from './compact-history.js';
 import { isJsonObject, type AbandonedHow, type HistoryUsage, type RunEvent } from './run-events.js';
 
 /**
- * A run's history as its checkpoints carry it: compact records (one per attempt, unit, effect, signal batch,
- * wait and end), each turned into one or two `RunEvent`s when read. Short keys, because every checkpoint
- * carries the whole of it: an agent trip with one tool call costs about 300 bytes.
+ * A run's history as read from its checkpoint: compact records (one per attempt, unit, effect, signal batch, wait
+ * and end), each turned into one or two `RunEvent`s. Checkpoints write it in the compact form of
+ * `CompactHistory`; `t0` is that form's base time.
  */
 export interface StoredHistory {
-  v: 1;
   records: HistoryRecord[];
   /** Records up to this seq were dropped to keep the history bounded. */
   truncatedAt?: number;
+  /** The time the compact form counts from (its first record's, kept as records are dropped). */
+  t0?: number;
 }
 
 /** `s`: seq, `at`: time; an effect's or unit's `e`/`end` are its settling seq and time. */
@@ -31,7 +33,8 @@ export type HistoryRecord =
       s: number;
       at: number;
       u: string;
-      l: string;
+      /** Its label; when left out (a record kept in memory), worked out from `u` when read. */
+      l?: string;
       e?: number;
       end?: number;
       in?: number;
@@ -70,50 +73,59 @@ const recordTypes = new Set([
 
 /**
  * The history a stored runtime snapshot carries, or undefined when it has none; `upTo` is the snapshot's
- * `journalSeq`, above which no record of it can be. History is what operators
- * read, never what a run resumes from: a malformed one is not a reason to refuse the run, and reads as
- * truncated (its records dropped) instead.
+ * `journalSeq`, above which no record of it can be. History is what operators read, never what a run resumes
+ * from: a malformed one is not a reason to refuse the run, and reads as truncated (the records it cannot read
+ * dropped) instead. Both forms are read: the compact one (`v: 2`) and the objects checkpoints wrote before it.
  */
 export function parseStoredHistory(
   value: JsonValue | undefined,
   upTo: number,
 ): StoredHistory | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isJsonObject(value) || value.v !== 1 || !Array.isArray(value.records)) {
-    return { v: 1, records: [], truncatedAt: upTo };
+  const compact = isJsonObject(value) && value.v === 2 && typeof value.t0 === 'number';
+  if (!isJsonObject(value) || !Array.isArray(value.records) || !(compact || value.v === 1)) {
+    return { records: [], truncatedAt: upTo };
   }
+  const t0 = compact ? (value.t0 as number) : undefined;
+  const candidates = compact
+    ? expandRecords(value.records, t0!)
+    : value.records.map((record) =>
+        isRecordObject(record) ? (record as unknown as HistoryRecord) : undefined,
+      );
   const records: HistoryRecord[] = [];
   let last = 0;
   let malformed = false;
-  for (const record of value.records) {
-    const ok =
-      isJsonObject(record) &&
-      typeof record.t === 'string' &&
-      recordTypes.has(record.t) &&
-      typeof record.s === 'number' &&
-      Number.isSafeInteger(record.s) &&
-      record.s > last &&
-      typeof record.at === 'number';
-    if (!ok) {
+  for (const record of candidates) {
+    if (record === undefined || !Number.isSafeInteger(record.s) || record.s <= last) {
       malformed = true;
       continue;
     }
-    last = record.s as number;
-    records.push(record as unknown as HistoryRecord);
+    last = record.s;
+    records.push(record);
   }
   const truncatedAt =
     typeof value.truncatedAt === 'number' && Number.isSafeInteger(value.truncatedAt)
       ? value.truncatedAt
       : undefined;
   return {
-    v: 1,
     records,
     ...(malformed
       ? { truncatedAt: Math.max(truncatedAt ?? 0, last, upTo) }
       : truncatedAt === undefined
         ? {}
         : { truncatedAt }),
+    ...(t0 === undefined ? {} : { t0 }),
   };
+}
+
+function isRecordObject(record: JsonValue): boolean {
+  return (
+    isJsonObject(record) &&
+    typeof record.t === 'string' &&
+    recordTypes.has(record.t) &&
+    typeof record.s === 'number' &&
+    typeof record.at === 'number'
+  );
 }
 
 /** The events a history holds, in seq order, from after `after` (0: all of them). */
@@ -158,7 +170,12 @@ function recordEvents(record: HistoryRecord): RunEvent[] {
         },
       ];
     case 'unit': {
-      const started: RunEvent = { ...base, type: 'unit.started', unit: record.u, label: record.l };
+      const started: RunEvent = {
+        ...base,
+        type: 'unit.started',
+        unit: record.u,
+        label: record.l ?? unitLabel(record.u),
+      };
       if (record.e === undefined || record.end === undefined) return [started];
       return [
         started,
@@ -167,7 +184,7 @@ function recordEvents(record: HistoryRecord): RunEvent[] {
           at: record.end,
           type: 'unit.settled',
           unit: record.u,
-          label: record.l,
+          label: record.l ?? unitLabel(record.u),
           startedAt: record.at,
           ms: record.end - record.at,
           ...usageOf(record),

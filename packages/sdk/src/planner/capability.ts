@@ -1,6 +1,6 @@
 import type { Agent } from '../agent/define-agent.js';
 import type { JsonObject } from '../json.js';
-import { jsonSchemaOf, type AnyTool } from '../tool.js';
+import { jsonSchemaOf, type AnyTool, type ToolArgs } from '../tool.js';
 
 /** What a plan node can dispatch: a tool, called once, or an agent, run as a child run. */
 export type Executable = AnyTool | Agent<unknown>;
@@ -9,13 +9,20 @@ export type Executable = AnyTool | Agent<unknown>;
  * One thing a planner may put in its plan, as the planning model sees it. An agent runs as a child run in
  * the planner's store, under the planner's lease; its own `durable` options are not used.
  */
-export interface Capability {
+export interface Capability<Name extends string = string, E extends Executable = Executable> {
   /** The name plan nodes use. Letters, digits, `_` and `-`, at most 64. */
-  name: string;
+  name: Name;
   /** Told to the planning model: what it does and what its input means. */
   description: string;
-  executable: Executable;
+  executable: E;
 }
+
+/**
+ * What a capability's node is given, as an approval rule reads it: a tool's arguments (its input schema's
+ * output), or an agent's task text.
+ */
+export type CapabilityInput<C extends Capability> =
+  C['executable'] extends Agent<unknown> ? string : ToolArgs<C['executable']>;
 
 /** True when the executable is an agent (it runs as a child run) rather than a tool. */
 export function isAgent(executable: Executable): executable is Agent<unknown> {

@@ -27,7 +27,7 @@ import { isAgent, type Capability } from './capability.js';
 import { nodeIdPattern, planJsonSchema, type PlanNode } from './plan.js';
 import { plannerSystemPrompt } from './planner-prompt.js';
 import { approvalMethods, signalStore, type ApprovalMethods } from '../agent/agent-signals.js';
-import type { ApprovalPolicy } from '../approvals.js';
+import type { ApprovalPolicy, CapabilityApprovalRules } from '../approvals.js';
 import { plannerTelemetry } from './planner-telemetry.js';
 import {
   nodeChildRunId,
@@ -39,13 +39,13 @@ import { planLimits } from './plan-limits.js';
 import type { AgentNodeValue } from './planner-nodes.js';
 import { plannerInit, plannerStep, type PlannerShape } from './planner-step.js';
 
-/** What `definePlanner` takes. */
-export interface PlannerConfig {
+/** What `definePlanner` takes. `Caps`: the capabilities, whose names and inputs type the approval rules. */
+export interface PlannerConfig<Caps extends readonly Capability[] = readonly Capability[]> {
   name: string;
   /** The planning model. Not part of the signature: a frozen plan does not depend on who wrote it. */
   model: Model;
   /** What plan nodes may dispatch, in the order the planning model is shown them. */
-  capabilities: readonly Capability[];
+  capabilities: Caps;
   /** Appended to the planning model's system prompt. Not part of the signature. */
   instructions?: string;
   /** Nodes run at once, at most. @defaultValue 4 */
@@ -68,10 +68,11 @@ export interface PlannerConfig {
    * Capabilities whose nodes wait for a person's decision on their input before they run, always (`true`) or
    * when a predicate of the input says so. Other ready nodes run meanwhile; the run waits, holding nothing, once
    * only held nodes are left. A rejected node fails with `TOOL_REJECTED` and the planner replans around it.
-   * Not part of the signature.
+   * Not part of the signature. Each rule is typed by its capability's input (a tool's arguments, an agent's
+   * task text).
    */
   approval?: Omit<ApprovalPolicy, 'tools'> & {
-    capabilities: ApprovalPolicy['tools'];
+    capabilities: CapabilityApprovalRules<Caps[number]>;
   };
   /** Retries of `retryable` planning model errors. @defaultValue 3 tries */
   modelRetry?: RetryPolicy;
@@ -133,7 +134,9 @@ function positiveInteger(name: string, value: number, minimum: number): number {
  * nodes run as child runs with their own checkpoints under `childRunId(runId, nodeId)`. A failed node triggers a
  * replan of the unfinished part.
  */
-export function definePlanner(config: PlannerConfig): Planner {
+export function definePlanner<const Caps extends readonly Capability[] = readonly Capability[]>(
+  config: PlannerConfig<Caps>,
+): Planner {
   const capabilities = new Map<string, Capability>();
   for (const capability of config.capabilities) {
     if (!capabilityName.test(capability.name)) {
@@ -163,7 +166,11 @@ export function definePlanner(config: PlannerConfig): Planner {
     maxPlanAttempts: positiveInteger('maxPlanAttempts', config.maxPlanAttempts ?? 3, 1),
     maxPlanNodes: positiveInteger('maxPlanNodes', config.maxPlanNodes ?? planLimits.maxNodes, 1),
     modelRetry: config.modelRetry ?? { maxAttempts: 3 },
-    approval: plannerApproval(config),
+    approval: plannerApproval(
+      config.name,
+      config.capabilities,
+      config.approval as PlannerConfig['approval'],
+    ),
   };
   const signature = structuralSignature({
     kind: 'planner',
@@ -199,6 +206,7 @@ export function definePlanner(config: PlannerConfig): Planner {
       config.model,
       new Set(config.capabilities.filter((c) => isAgent(c.executable)).map((c) => c.name)),
     ),
+    streams: (effect: Effect) => effect.kind === 'plan',
     perform: async (effect: Effect, context: EffectContext<PlannerState>) => {
       if (effect.kind === 'plan') return askModel(context);
       if (effect.kind === 'node') return runNode(effect, context);
@@ -213,7 +221,7 @@ export function definePlanner(config: PlannerConfig): Planner {
       responseSchema,
       signal: context.signal,
     };
-    return generateChecked(config.model, request);
+    return generateChecked(config.model, request, context.stream);
   }
 
   async function runNode(effect: Effect, context: EffectContext<PlannerState>): Promise<JsonValue> {
@@ -293,16 +301,21 @@ function checkStoredPlannerEffect(
 }
 
 /** The planner's approval policy in the shape agents and planners share, its capability names checked. */
-function plannerApproval(config: PlannerConfig): ApprovalPolicy | undefined {
-  if (config.approval === undefined) return undefined;
-  const { capabilities, ...rest } = config.approval;
+function plannerApproval(
+  planner: string,
+  known: readonly Capability[],
+  approval: PlannerConfig['approval'] | undefined,
+): ApprovalPolicy | undefined {
+  if (approval === undefined) return undefined;
+  const { capabilities, ...rest } = approval;
   for (const name of Object.keys(capabilities)) {
-    if (!config.capabilities.some((capability) => capability.name === name)) {
+    if (!known.some((capability) => capability.name === name)) {
       throw new CairnError(
         'INVALID_ARGUMENT',
-        `Planner "${config.name}" has an approval rule for "${name}", which is not one of its capabilities.`,
+        `Planner "${planner}" has an approval rule for "${name}", which is not one of its capabilities.`,
       );
     }
   }
-  return { ...rest, tools: capabilities };
+  // The typed rules are the runtime's: a rule left out is `undefined`, which holds nothing.
+  return { ...rest, tools: capabilities as ApprovalPolicy['tools'] };
 }

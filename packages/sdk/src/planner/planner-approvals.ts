@@ -21,16 +21,18 @@ export type NodeGate =
  * Decides whether a ready node may start under the approval policy: a node of a capability the policy holds
  * waits for a decision on its input (references resolved), recorded in `awaiting`; an approved one starts; a
  * rejected one fails with `TOOL_REJECTED` (and the planner replans around it, as after any failed node).
+ * `ruleInput` is what the capability's rule reads (`CapabilityInput`: a tool's parsed arguments).
  */
 export function gateNode(
   policy: ApprovalPolicy | undefined,
   awaiting: readonly HeldCall[],
   node: PlanNode,
   prepared: PerformCommand,
+  ruleInput: unknown,
   now: number,
 ): NodeGate {
   const input = (prepared.effect.input ?? null) as JsonValue;
-  if (!needsApproval(policy, node.capability, input))
+  if (!needsApproval(policy, node.capability, ruleInput))
     return { verdict: 'start', awaiting: [...awaiting] };
   const entry = awaiting.find((call) => call.callId === node.id);
   const others = awaiting.filter((call) => call !== entry);

@@ -11,7 +11,8 @@ import type {
   StepResult,
 } from '../runtime/step-function.js';
 import type { EffectOutcome } from '../store/contract.js';
-import type { Capability } from './capability.js';
+import { parseToolArgs } from '../tool.js';
+import { isAgent, type Capability } from './capability.js';
 import { validatePlan, type PlanNode } from './plan.js';
 import {
   checkpointDue,
@@ -238,7 +239,14 @@ class Step {
           rejected.push({ ...entryOf(node, plan.revision), status: 'failed', ...prepared.entry });
           continue;
         }
-        const gate = gateNode(this.shape.approval, awaiting, node, prepared, this.now);
+        const gate = gateNode(
+          this.shape.approval,
+          awaiting,
+          node,
+          prepared,
+          ruleInputOf(this.shape.capabilities.get(node.capability), prepared),
+          this.now,
+        );
         awaiting = gate.awaiting;
         if (gate.verdict === 'hold') held.push(node);
         else if (gate.verdict === 'rejected') {
@@ -378,4 +386,12 @@ function complete(state: PlannerState, outputs: ReadonlyMap<string, JsonValue>):
       .map((node) => [node.id, outputs.get(node.id) ?? null]),
   ) as { [key: string]: JsonValue };
   return { state, commands: [{ type: 'complete', output }] };
+}
+
+/** What a capability's approval rule reads of a prepared node: a tool's parsed arguments, an agent's task. */
+function ruleInputOf(capability: Capability | undefined, prepared: PerformCommand): unknown {
+  const input = (prepared.effect.input ?? null) as JsonValue;
+  if (capability === undefined || isAgent(capability.executable)) return input;
+  const parsed = parseToolArgs(capability.executable, input);
+  return parsed.ok ? parsed.args : input;
 }

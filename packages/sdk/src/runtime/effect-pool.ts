@@ -20,6 +20,7 @@ import type {
   StepEvent,
 } from './step-function.js';
 import type { HistoryRecorder } from './history-recorder.js';
+import type { RunStream } from './run-stream.js';
 import { recordError, type AttemptTracing } from './tracing.js';
 
 /** Starts a child run under the current attempt's lease, its run span below `parent`. */
@@ -61,6 +62,7 @@ export class EffectPool<State, Input, Output> {
     private readonly tracing: AttemptTracing,
     private readonly history: HistoryRecorder,
     private readonly launchChild: ChildLauncher,
+    private readonly stream?: RunStream,
   ) {}
 
   /** Commands whose outcomes the step function has not consumed: what a checkpoint keeps pending. */
@@ -80,7 +82,11 @@ export class EffectPool<State, Input, Output> {
     for (const command of commands) {
       const settled = this.writer.marksOf(command.id).settled?.outcome;
       if (settled?.status !== 'ok') continue;
-      const problem = this.definition.checkStoredEffect?.(command.effect, { value: settled.value });
+      const problem = this.definition.checkStoredEffect?.(
+        command.effect,
+        { value: settled.value },
+        state,
+      );
       if (problem !== undefined) {
         throw snapshotInvalidError(
           this.attempt.runId,
@@ -135,6 +141,14 @@ export class EffectPool<State, Input, Output> {
     }
     this.attempt.assertActive();
     if (this.failure !== undefined) throw this.failure.error;
+    if (this.ready.length === 0) {
+      // Nothing runs and nothing settled: the step would wait for an outcome that never comes.
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `Run "${this.attempt.runId}" waits for the outcome of an effect, but none is pending.`,
+        { data: { runId: this.attempt.runId } },
+      );
+    }
     const handed = stepsEach
       ? [this.ready.reduce((first, ready) => (ready.seq < first.seq ? ready : first))]
       : this.queued.map((command) => this.ready.find((ready) => ready.command === command)!);
@@ -157,6 +171,9 @@ export class EffectPool<State, Input, Output> {
   private async settle(command: PerformCommand, state: State): Promise<void> {
     try {
       const outcome = await this.perform(command, state);
+      // What the call said is in the stream log before its outcome is journaled: a settled call is never
+      // made again, so nothing else could complete its stream.
+      if (this.stream !== undefined) await this.stream.flush();
       const entry = this.writer.recordSettled(command.id, outcome);
       this.history.effectSettled(command, outcome, entry.at);
       // While others still run, a non-idempotent outcome is written at once. The last one to settle is
@@ -223,6 +240,10 @@ export class EffectPool<State, Input, Output> {
       await this.attempt.pass({ point: 'effect.before', ...boundary });
       let timedOut: CairnError | undefined;
       let outcome: EffectOutcome;
+      const sink =
+        this.definition.streams?.(command.effect) === true
+          ? this.stream?.open(command.id, try_)
+          : undefined;
       try {
         const value = await boundedTry(
           (signal) =>
@@ -236,6 +257,7 @@ export class EffectPool<State, Input, Output> {
                 clock: this.clock,
                 attempt: try_,
                 runChild,
+                ...(sink === undefined ? {} : { stream: sink.write }),
               }),
             ),
           {
@@ -273,6 +295,9 @@ export class EffectPool<State, Input, Output> {
           timedOut !== undefined && error === timedOut && !command.idempotent
             ? { status: 'unknown', error: failure }
             : { status: 'error', error: failure };
+      } finally {
+        // An abandoned try may go on calling its sink: nothing it says after its end is kept.
+        sink?.close();
       }
       await this.attempt.pass({ point: 'effect.after', ...boundary });
       return outcome;

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { compactRecord, type CompactHistory } from '../history/compact-history.js';
 import { isJsonObject } from '../history/run-events.js';
 import type { HistoryRecord, StoredHistory } from '../history/stored-history.js';
 import type { JsonValue } from '../json.js';
@@ -30,11 +31,24 @@ export interface AttemptHolder {
  * One attempt's additions to a run's history, kept in memory and handed to each checkpoint whole: the history
  * costs no write of its own, and what a crash loses of it is only what the lost checkpoint would have said.
  * Seqs come from the journal's counter, which every checkpoint records, so they keep rising across attempts.
- * Records are replaced, never changed in place: a checkpoint on its way keeps the ones it was given.
+ * Each record's compact form (what a checkpoint carries) is made once, by the first checkpoint that carries it,
+ * and kept beside it: a checkpoint copies the list and makes the forms of the records new or changed since the
+ * last one (an effect that started and settled between two checkpoints is made once, settled). A changed record
+ * gets a new compact form, so a checkpoint on its way keeps the ones it was given (and a store may compare them
+ * by identity).
  */
 export class HistoryRecorder {
   private records: HistoryRecord[];
+  /** `records`' compact forms, index for index; undefined for one not made yet. */
+  private compact: Array<JsonValue[] | undefined>;
   private truncatedAt: number | undefined;
+  /** The time the compact form counts from: the history's first record's, for the life of the run. */
+  private t0: number | undefined;
+  /** The units the history holds a record of, and those of them still open. */
+  private readonly units = new Set<string>();
+  private readonly openUnits = new Map<string, UnitRecord>();
+  /** Each effect's record in the history, by effect id. */
+  private readonly effects = new Map<string, EffectRecord>();
 
   constructor(
     stored: StoredHistory | undefined,
@@ -45,6 +59,15 @@ export class HistoryRecorder {
   ) {
     this.records = [...(stored?.records ?? [])];
     this.truncatedAt = stored?.truncatedAt;
+    this.t0 = stored?.t0 ?? stored?.records[0]?.at;
+    const t0 = this.t0 ?? 0;
+    this.compact = this.records.map((record) => compactRecord(record, t0));
+    for (const record of this.records) {
+      if (record.t === 'effect') this.effects.set(record.id, record);
+      if (record.t !== 'unit') continue;
+      this.units.add(record.u);
+      if (record.e === undefined) this.openUnits.set(record.u, record);
+    }
   }
 
   /**
@@ -91,8 +114,12 @@ export class HistoryRecorder {
   /** An effect starts running in this attempt (its unit starts with its first effect). */
   effectStarted(command: PerformCommand, at = this.clock.now()): void {
     const unit = this.telemetry?.unit?.(command.effect)?.key;
-    if (unit !== undefined && !this.records.some((r) => r.t === 'unit' && r.u === unit)) {
-      this.add({ t: 'unit', s: this.nextSeq(), at, u: unit, l: unitLabel(unit) });
+    if (unit !== undefined && !this.units.has(unit)) {
+      // No label: the compact form a checkpoint carries leaves it out, and reading works it out.
+      const record: UnitRecord = { t: 'unit', s: this.nextSeq(), at, u: unit };
+      this.units.add(unit);
+      this.openUnits.set(unit, record);
+      this.add(record);
     }
     const index = this.effectIndex(command.id);
     // Started again in a later attempt (an idempotent effect a crash left in flight): the new start counts.
@@ -105,7 +132,10 @@ export class HistoryRecorder {
       n: this.telemetry?.span(command.effect).name ?? command.effect.kind,
       k: command.effect.kind,
     };
-    if (index >= 0) this.records.splice(index, 1);
+    if (index >= 0) {
+      this.records.splice(index, 1);
+      this.compact.splice(index, 1);
+    }
     this.add(record);
   }
 
@@ -135,7 +165,7 @@ export class HistoryRecorder {
     const output = usage?.['gen_ai.usage.output_tokens'];
     const child = outcome.status === 'ok' ? childRunIdOf(outcome.value) : undefined;
     const code = outcome.status === 'ok' ? undefined : outcome.error?.code;
-    this.records[index] = {
+    this.replace(index, {
       ...started,
       e: this.nextSeq(),
       end: at,
@@ -145,27 +175,23 @@ export class HistoryRecorder {
       ...(typeof input === 'number' ? { in: input } : {}),
       ...(typeof output === 'number' ? { out: output } : {}),
       ...(child === undefined ? {} : { ch: child }),
-    };
+    });
   }
 
-  /** Units (trips, nodes) none of whose effects is pending any more have settled. */
+  /**
+   * Units (trips, nodes) none of whose effects is pending any more have settled. Their token usage is not
+   * kept: reading the history sums their effects'.
+   */
   unitsSettled(pending: readonly PerformCommand[]): void {
+    if (this.openUnits.size === 0) return;
     const open = new Set(pending.map((command) => this.telemetry?.unit?.(command.effect)?.key));
     const now = this.clock.now();
-    this.records = this.records.map((record) => {
-      if (record.t !== 'unit' || record.e !== undefined || open.has(record.u)) return record;
-      let input = 0;
-      let output = 0;
-      for (const effect of this.records) {
-        if (effect.t === 'effect' && effect.u === record.u) {
-          input += effect.in ?? 0;
-          output += effect.out ?? 0;
-        }
-      }
-      const settled: UnitRecord = { ...record, e: this.nextSeq(), end: now };
-      if (input > 0 || output > 0) Object.assign(settled, { in: input, out: output });
-      return settled;
-    });
+    for (const [unit, record] of this.openUnits) {
+      if (open.has(unit)) continue;
+      this.openUnits.delete(unit);
+      const index = this.records.lastIndexOf(record);
+      if (index >= 0) this.replace(index, { ...record, e: this.nextSeq(), end: now });
+    }
   }
 
   /** Signals handed to the step. */
@@ -174,38 +200,46 @@ export class HistoryRecorder {
       this.add({ t: 'signals', s: this.nextSeq(), at: this.clock.now(), names: [...names] });
   }
 
-  /** What a checkpoint carries; with `last` (a wait or an end), that record too, only in what is returned. */
-  stored(last?: HistoryEnd): StoredHistory {
-    const records = [...this.records];
+  /**
+   * What a checkpoint carries, in the compact form; with `last` (a wait or an end), that record too, only in
+   * what is returned.
+   */
+  stored(last?: HistoryEnd): CompactHistory {
+    const t0 = this.baseTime();
+    const records = this.compact.slice() as JsonValue[][];
+    for (let index = 0; index < records.length; index += 1) {
+      if (records[index] === undefined)
+        records[index] = this.compact[index] = compactRecord(this.records[index]!, t0);
+    }
     if (last !== undefined) {
+      const s = this.nextSeq();
       const at = this.clock.now();
       records.push(
-        'wait' in last
-          ? {
-              t: 'waiting',
-              s: this.nextSeq(),
-              at,
-              until: last.wait.until,
-              sig: [...last.wait.signals],
-            }
-          : {
-              t: 'ended',
-              s: this.nextSeq(),
-              at,
-              st: last.status,
-              ...(last.code === undefined ? {} : { c: last.code }),
-            },
+        compactRecord(
+          'wait' in last
+            ? { t: 'waiting', s, at, until: last.wait.until, sig: [...last.wait.signals] }
+            : {
+                t: 'ended',
+                s,
+                at,
+                st: last.status,
+                ...(last.code === undefined ? {} : { c: last.code }),
+              },
+          t0,
+        ),
       );
     }
     return {
-      v: 1,
+      v: 2,
+      t0,
       records,
       ...(this.truncatedAt === undefined ? {} : { truncatedAt: this.truncatedAt }),
     };
   }
 
   private effectIndex(effectId: string): number {
-    return this.lastIndex((record) => record.t === 'effect' && record.id === effectId);
+    const record = this.effects.get(effectId);
+    return record === undefined ? -1 : this.records.lastIndexOf(record);
   }
 
   private lastIndex(matches: (record: HistoryRecord) => boolean): number {
@@ -215,9 +249,23 @@ export class HistoryRecorder {
     return -1;
   }
 
+  /** The time the compact form counts from, fixed by the first record. */
+  private baseTime(): number {
+    return (this.t0 ??= this.records[0]?.at ?? this.clock.now());
+  }
+
+  private replace(index: number, record: HistoryRecord): void {
+    if (record.t === 'effect') this.effects.set(record.id, record);
+    this.records[index] = record;
+    this.compact[index] = undefined;
+  }
+
   /** Adds a record; past the limit, the oldest tenth of the records (attempts last) is dropped. */
   private add(record: HistoryRecord): void {
+    this.t0 ??= record.at;
+    if (record.t === 'effect') this.effects.set(record.id, record);
     this.records.push(record);
+    this.compact.push(undefined);
     if (this.records.length <= this.limit) return;
     const drop = Math.max(1, Math.floor(this.limit / 10));
     const droppable = this.records.filter((r) => r.t !== 'attempt' && r.t !== 'abandoned');
@@ -225,15 +273,15 @@ export class HistoryRecorder {
     // A unit or effect still open is never dropped: it would settle into a history that lost its start.
     for (const r of dropped)
       if ((r.t === 'unit' || r.t === 'effect') && r.e === undefined) dropped.delete(r);
-    for (const r of dropped)
+    for (const r of dropped) {
       this.truncatedAt = Math.max(this.truncatedAt ?? 0, r.s, ('e' in r && r.e) || 0);
-    this.records = this.records.filter((r) => !dropped.has(r));
+      if (r.t === 'unit') this.units.delete(r.u);
+      if (r.t === 'effect' && this.effects.get(r.id) === r) this.effects.delete(r.id);
+    }
+    const kept = this.records.map((r) => !dropped.has(r));
+    this.records = this.records.filter((_, index) => kept[index]);
+    this.compact = this.compact.filter((_, index) => kept[index]);
   }
-}
-
-/** `trip-3` → `trip 3`, `node/fetch` → `node fetch`. */
-function unitLabel(key: string): string {
-  return key.replace(/^([a-z]+)[-/]/, '$1 ');
 }
 
 /** The child run an effect ran, when its value names one (a planner's agent node: `{ child: { runId } }`). */

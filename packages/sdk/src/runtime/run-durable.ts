@@ -8,10 +8,12 @@ import {
   RunNotFoundError,
   RunSuspendedError,
   RunWaitingError,
-  serializeError,
 } from '../errors.js';
 import type { DurableStore, Lease, RunRecord } from '../store/contract.js';
+import { isWaitDue, type RunSignal } from '../store/waits.js';
+import { storableJson, type JsonValue } from '../json.js';
 import { Attempt } from './attempt.js';
+import { deadLetter, tooManyRecoveries } from './dead-letter.js';
 import { keepLease, type LeaseKeeper } from './lease-keeper.js';
 import { runUnderLease } from './run-loop.js';
 import { checkDrift, finishedResult } from './stored-run-checks.js';
@@ -65,7 +67,7 @@ export function runDurable<State, Input, Output>(
         // An observer's failure is not the run's.
       }
       if (options.maxRecoveries !== undefined && recoveries > options.maxRecoveries) {
-        await deadLetter(store, lease, recoveries, options.maxRecoveries);
+        await deadLetter(store, lease, tooManyRecoveries(runId, recoveries, options.maxRecoveries));
       }
     } catch (error) {
       await store.release(lease).catch(() => undefined);
@@ -210,10 +212,13 @@ async function traceAttempt<State, Input, Output>(
   parent?: { runId: string; incarnation: string },
 ): Promise<DurableRunResult<State, Output>> {
   // The record is read again under the lease before anything runs, so a caller's recent read will do here.
-  let existing =
-    options.record?.runId === options.runId
-      ? options.record
-      : (await options.store.load(options.runId))?.run;
+  let existing = options.record?.runId === options.runId ? options.record : undefined;
+  let mailbox: RunSignal[] | undefined;
+  if (existing === undefined) {
+    const loaded = await options.store.load(options.runId);
+    existing = loaded?.run;
+    mailbox = loaded?.signals;
+  }
   if (parent !== undefined && existing !== undefined && !isChildOf(existing, parent)) {
     // A child left by an earlier incarnation of this parent is created afresh (which replaces it); a run
     // someone created under this id on its own is not this parent's to run.
@@ -265,6 +270,14 @@ async function traceAttempt<State, Input, Output>(
       return finished;
     }
     checkDrift(definition, record, options.force);
+    // A waiting run that is not due is not claimed only to be given back: a process that died between the two
+    // would leave it held by a dead owner (its wake-up late, a recovery counted) for nothing.
+    if (parent === undefined && options.lease === undefined && record.status === 'waiting') {
+      const unread = mailbox ?? (await options.store.mailbox(options.runId));
+      const wait = record.wait;
+      if (wait !== null && !record.cancelRequested && !isWaitDue(wait, unread, options.clock.now()))
+        throw new RunWaitingError(options.runId, storableJson(wait) as unknown as JsonValue);
+    }
     const claimed = await claim(span, record);
     if (claimed === undefined) {
       // Not claimable: it may have ended since it was read (a final status is never claimed).
@@ -312,33 +325,6 @@ async function traceAttempt<State, Input, Output>(
   } finally {
     span.end();
   }
-}
-
-/**
- * Ends a run whose holders kept dying: status `dead_lettered`, with the reason, keeping its checkpoint and
- * journal for inspection. Throws the error it stored.
- */
-async function deadLetter(
-  store: DurableStore,
-  lease: Lease,
-  recoveries: number,
-  maxRecoveries: number,
-): Promise<never> {
-  const error = new CairnError(
-    'RUN_DEAD_LETTERED',
-    `Run "${lease.runId}" was dead-lettered: its holder died without releasing it ${recoveries} times ` +
-      `(maxRecoveries ${maxRecoveries}). Its last checkpoint and journal are kept.`,
-    { data: { runId: lease.runId, recoveries, maxRecoveries } },
-  );
-  try {
-    await store.updateStatus(lease, {
-      status: 'dead_lettered',
-      error: serializeError(error),
-    });
-  } finally {
-    await store.release(lease).catch(() => undefined);
-  }
-  throw error;
 }
 
 function outcomeOf(error: unknown, attempt: Attempt): string {

@@ -7,22 +7,25 @@ import {
   RunWaitingError,
   serializeError,
 } from '../errors.js';
-import { storableJson, storableView, type JsonValue } from '../json.js';
-import { checkRunWait, isWaitDue, type RunSignal, type RunWait } from '../store/waits.js';
+import { StorableViews, storableJson, type JsonValue } from '../json.js';
+import type { RunRecord } from '../store/contract.js';
+import { isWaitDue, type RunSignal, type RunWait } from '../store/waits.js';
 import type { Attempt } from './attempt.js';
-import { checkDrift, finishedResult } from './stored-run-checks.js';
+import { deadLetter, defaultMaxStalls, tooManyStalls } from './dead-letter.js';
+import { checkCheckpointSeq, checkDrift, finishedResult } from './stored-run-checks.js';
 import { EffectPool, type ChildLauncher } from './effect-pool.js';
+import { openRunStream, type RunStream } from './run-stream.js';
 import { releaseWhileHeld } from './lease-keeper.js';
 import type { ChildStarter, DurableRunOptions, DurableRunResult, Holding } from './run-options.js';
 import { RunWriter } from './run-writer.js';
 import { stopAfterError } from './stop-attempt.js';
-import { parseRuntimeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
-import { SignalCursor, wokenEvent } from './signal-cursor.js';
+import { parseRuntimeSnapshot, takeSnapshot, type RuntimeSnapshot } from './runtime-snapshot.js';
+import { SignalCursor, storedWait, wokenEvent } from './signal-cursor.js';
+import { Stepper } from './stepper.js';
 import { checkJournal, checkStoredEffects } from './stored-journal.js';
 import type {
   DurableDefinition,
   PerformCommand,
-  StepEvent,
   StepResult,
   WaitCommand,
 } from './step-function.js';
@@ -47,6 +50,7 @@ export async function runUnderLease<State, Input, Output>(
     await releaseWhileHeld(store, currentLease(), holding.keeper.deadline, clock);
   };
   let pool: EffectPool<State, Input, Output> | undefined;
+  let stream: RunStream | undefined;
   const launchChild: ChildLauncher = (childDefinition, input, childRunId, parentContext) =>
     startChild(
       childDefinition,
@@ -64,6 +68,7 @@ export async function runUnderLease<State, Input, Output>(
   const runContext = trace.setSpan(options.parentContext ?? otelContext.active(), runSpan);
   const tracing = new AttemptTracing(options.tracer, definition.telemetry, runSpan, runContext);
   let writer: RunWriter | undefined;
+  let loadedRun: RunRecord | undefined;
 
   try {
     // Read under the lease (a previous holder may have written since the first look), by the claim itself
@@ -77,6 +82,12 @@ export async function runUnderLease<State, Input, Output>(
       return finished;
     }
     checkDrift(definition, loaded.run, options.force);
+    loadedRun = loaded.run;
+    const maxStalls = options.maxStalls ?? defaultMaxStalls;
+    if (holding.type === 'own' && loaded.run.stalls >= maxStalls) {
+      released = true;
+      await deadLetter(store, currentLease(), tooManyStalls(loaded.run, maxStalls));
+    }
     let snapshot: RuntimeSnapshot<State>;
     try {
       snapshot = parseRuntimeSnapshot(
@@ -102,11 +113,12 @@ export async function runUnderLease<State, Input, Output>(
       }
       throw error;
     }
+    checkCheckpointSeq(runId, snapshot.journalSeq, loaded.checkpointSeq);
     const journal = [
       ...(snapshot.carried ?? []),
       ...checkJournal(runId, loaded.journal, 'journal'),
     ];
-    checkStoredEffects(definition, runId, snapshot.pending ?? [], journal);
+    checkStoredEffects(definition, runId, snapshot.state, snapshot.pending ?? [], journal);
     const resumed = snapshot.pending !== null;
     // A run created without an origin (a client's start, for a worker) takes this attempt's run span as its
     // origin, stored with the first checkpoint: later attempts link to it.
@@ -120,6 +132,7 @@ export async function runUnderLease<State, Input, Output>(
       clock,
       definition.telemetry,
     );
+    const views = new StorableViews();
     history.attemptStarted(
       {
         epoch: attempt.epoch,
@@ -137,34 +150,52 @@ export async function runUnderLease<State, Input, Output>(
     // nobody signals never reads its mailbox between trips.
     let mayHaveMail = true;
 
-    pool = new EffectPool(definition, attempt, writer, clock, tracing, history, launchChild);
+    stream = openRunStream(options, attempt);
+    pool = new EffectPool(
+      definition,
+      attempt,
+      writer,
+      clock,
+      tracing,
+      history,
+      launchChild,
+      stream,
+    );
+    const stepper = new Stepper(definition, clock, signals, history, tracing);
     let result: StepResult<State>;
     // A run woken from a wait is stored `waiting` until its first checkpoint: written before any effect starts.
-    let checkpointFirst = loaded.run.status === 'waiting';
-    if (loaded.run.status === 'waiting') {
+    // A checkpoint naming no pending effect that did not end the run was a wait's: a run stored so without its
+    // wait (a suspension in an earlier version cleared it) is woken as from that wait.
+    const woken = loaded.run.status === 'waiting' || snapshot.pending?.length === 0;
+    let checkpointFirst = woken;
+    if (woken) {
       // A cancel asked while it waited is what woke it: it ends here, cancelled.
       attempt.assertActive();
       const wait = loaded.run.wait ?? { until: null, signals: [] };
       const mailbox = signals.notHandedOver(loaded.signals ?? []);
       const now = clock.now();
-      if (!isWaitDue(wait, mailbox, now)) {
+      if (loaded.run.status === 'waiting' && !isWaitDue(wait, mailbox, now)) {
         await release();
         throw new RunWaitingError(runId, storableJson(wait) as unknown as JsonValue);
       }
       tracing.woke(wait, mailbox, snapshot.waitingSince, now);
-      if (snapshot.pending === null) {
-        // A scheduled start: its signals stay in the mailbox for the step to take when it takes signals.
-        result = stepOf(definition, snapshot.state, { type: 'start', now });
-      } else {
-        signals.handOver(mailbox);
-        history.signals(mailbox.map((signal) => signal.name));
-        result = stepOf(definition, snapshot.state, wokenEvent(wait, mailbox, now));
-      }
+      result =
+        snapshot.pending === null
+          ? // A scheduled start: its signals stay in the mailbox for the step to take when it takes signals.
+            stepper.step(snapshot.state, { type: 'start', now })
+          : stepper.answerStored(snapshot.state, mailbox, (all, at) => wokenEvent(wait, all, at));
     } else if (snapshot.pending === null) {
-      result = stepOf(definition, snapshot.state, { type: 'start', now: clock.now() });
+      result = stepper.step(snapshot.state, { type: 'start', now: clock.now() });
     } else {
-      await pool.start(snapshot.pending, snapshot.state);
-      result = stepOf(definition, snapshot.state, await pool.next());
+      // Mail the crashed holder had not handed over (whatever its last receipt said) is handed to the step
+      // before anything the checkpoint names starts again, as that holder would have at this boundary.
+      const unseen = receivesSignals ? signals.notHandedOver(loaded.signals ?? []) : [];
+      const answered = stepper.answerInPlaceOf(snapshot.state, snapshot.pending, journal, unseen);
+      if (answered !== undefined) result = answered;
+      else {
+        await pool.start(snapshot.pending, snapshot.state);
+        result = stepper.step(snapshot.state, await pool.next());
+      }
     }
 
     for (;;) {
@@ -173,11 +204,18 @@ export async function runUnderLease<State, Input, Output>(
       const waitCommand = result.commands.find((c): c is WaitCommand => c.type === 'wait');
       const state = result.state;
       const checkpointed = result.commands.some((c) => c.type === 'checkpoint');
-      const handOver = (unseen: RunSignal[]): StepResult<State> => {
-        signals.handOver(unseen);
-        history.signals(unseen.map((signal) => signal.name));
-        tracing.signalsArrived(unseen);
-        return stepOf(definition, state, { type: 'signals', now: clock.now(), signals: unseen });
+      const handOver = (unseen: RunSignal[]): StepResult<State> =>
+        stepper.answer(state, unseen, (now) => ({ type: 'signals', now, signals: unseen }));
+      // A checkpoint refused for mail that came while it was on its way: the step answers the mail first.
+      const answerRefusal = async (): Promise<StepResult<State>> => {
+        const unseen = await signals.unseen();
+        if (unseen.length === 0) {
+          throw new CairnError(
+            'STORE_FAILED',
+            `The store refused run "${runId}"'s checkpoint for unread signals, then showed none.`,
+          );
+        }
+        return handOver(unseen);
       };
       // Signals are handed over at a boundary with nothing in flight, before the step's commands are acted on:
       // the step answers them with new commands (its earlier ones never started). Before an end or a wait the
@@ -195,29 +233,21 @@ export async function runUnderLease<State, Input, Output>(
       // The snapshot and the journal seq it accounts for are taken together, right before it is written:
       // marks recorded after that (while it is on its way) stay in the journal. The store serializes it;
       // nothing changes the state while the checkpoint is on its way (the loop waits for it).
-      // History first: its records take seqs the snapshot's journalSeq must account for.
       const runtimeSnapshot = (
         pending: PerformCommand[],
         last?: HistoryEnd,
         waitingSince?: number,
-      ) => {
-        // A trip or node the run waits in (a call held for approval) goes on after the wait: it stays open.
-        if (last === undefined || !('wait' in last)) history.unitsSettled(pending);
-        const stored = history.stored(last);
-        const carried = writer!.entriesOf(pending.map((command) => command.id));
-        const journalSeq = writer!.lastSeq;
-        const taken = storableView({
-          format: 1,
+      ) =>
+        takeSnapshot({
           state,
           pending,
-          journalSeq,
-          ...(carried.length === 0 ? {} : { carried }),
-          ...(snapshot.trace === undefined ? {} : { trace: snapshot.trace }),
-          ...(waitingSince === undefined ? {} : { waitingSince }),
-          history: stored,
-        }) as unknown as JsonValue;
-        return { snapshot: taken, journalSeq };
-      };
+          history,
+          writer: writer!,
+          views,
+          trace: snapshot.trace,
+          last,
+          waitingSince,
+        });
 
       if (end !== undefined) {
         // A run that ends while effects still run (a planner failing mid-wave) lets them finish first.
@@ -232,18 +262,11 @@ export async function runUnderLease<State, Input, Output>(
           ...signals.consumption(),
           output,
           release: holding.type === 'own',
-          ...(receivesSignals ? { unlessMail: true } : {}),
+          ...(receivesSignals ? { unlessMail: true } : stepper.guard),
         });
         if (!receipt.written) {
           // A signal was accepted while the run was about to end: the step reads it instead of ending.
-          const unseen = await signals.unseen();
-          if (unseen.length === 0) {
-            throw new CairnError(
-              'STORE_FAILED',
-              `The store refused run "${runId}"'s completion for unread signals, then showed none.`,
-            );
-          }
-          result = handOver(unseen);
+          result = await answerRefusal();
           continue;
         }
         tracing.closeAll();
@@ -259,14 +282,19 @@ export async function runUnderLease<State, Input, Output>(
         };
       }
       if (end?.type === 'fail') {
-        await writer.checkpoint({
+        const receipt = await writer.checkpoint({
           status: 'failed',
           signature: definition.signature,
           ...runtimeSnapshot([], { status: 'failed', code: end.error.code }),
           ...signals.consumption(),
           error: storableJson(end.error),
           release: holding.type === 'own',
+          ...stepper.guard,
         });
+        if (!receipt.written) {
+          result = await answerRefusal();
+          continue;
+        }
         tracing.closeAll(end.error);
         await release();
         throw deserializeError(end.error);
@@ -280,19 +308,7 @@ export async function runUnderLease<State, Input, Output>(
               : undefined;
         let wait: RunWait;
         try {
-          if (problem !== undefined) {
-            throw new CairnError(
-              'INVALID_ARGUMENT',
-              `The ${definition.kind} "${definition.name}" step returned a wait ${problem}.`,
-            );
-          }
-          wait = checkRunWait(
-            storableJson({
-              until: waitCommand.until ?? null,
-              signals: [...(waitCommand.signals ?? [])],
-              ...(waitCommand.detail === undefined ? {} : { detail: waitCommand.detail }),
-            }) as unknown as RunWait,
-          );
+          wait = storedWait(definition, waitCommand, problem);
         } catch (error) {
           result = { state, commands: [{ type: 'fail', error: serializeError(error) }] };
           continue;
@@ -301,19 +317,22 @@ export async function runUnderLease<State, Input, Output>(
         const unseen = await signals.unseen();
         const now = clock.now();
         if (isWaitDue(wait, unseen, now)) {
-          signals.handOver(unseen);
-          history.signals(unseen.map((signal) => signal.name));
-          result = stepOf(definition, state, wokenEvent(wait, unseen, now));
+          result = stepper.answer(state, unseen, (at) => wokenEvent(wait, unseen, at));
           continue;
         }
-        await writer.checkpoint({
+        const receipt = await writer.checkpoint({
           status: 'waiting',
           signature: definition.signature,
           ...runtimeSnapshot([], { wait }, now),
           ...signals.consumption(),
           wait,
           release: true,
+          ...stepper.guard,
         });
+        if (!receipt.written) {
+          result = await answerRefusal();
+          continue;
+        }
         signals.consumed();
         tracing.waiting(wait);
         tracing.closeAll();
@@ -345,9 +364,15 @@ export async function runUnderLease<State, Input, Output>(
             signature: definition.signature,
             ...runtimeSnapshot(pending),
             ...signals.consumption(),
+            ...stepper.guard,
           },
           pending.map((command) => command.id),
         );
+        if (!receipt.written) {
+          result = await answerRefusal();
+          continue;
+        }
+        stepper.recorded();
         signals.consumed();
         checkpointFirst = false;
         mayHaveMail = receipt.mail;
@@ -365,32 +390,16 @@ export async function runUnderLease<State, Input, Output>(
       // A unit (a trip, a node) ends once nothing pending belongs to it, checkpointed or not.
       tracing.closeSettledUnits(pending);
       await pool.start(performs, state);
-      result = stepOf(definition, state, await pool.next());
+      result = stepper.step(state, await pool.next());
     }
   } catch (error) {
+    await stream?.close();
     tracing.closeAll(error);
-    await stopAfterError(error, attempt, writer, pool, store);
+    await stopAfterError(error, attempt, writer, pool, store, loadedRun);
     // A crashed process does nothing more. Every other stop releases, a lost lease included: the store
     // changes nothing for it but frees what it keeps for the claim (a lock, a session).
     if (attempt.stopped?.type !== 'crashed') await release();
     throw error;
-  }
-}
-
-/**
- * A step of the definition. A step that throws (a bug in the definition, or an input it cannot handle) ends
- * the run failed with what it threw: a step is deterministic, so trying the run again would only throw again
- * after running its effects again.
- */
-function stepOf<State, Input, Output>(
-  definition: DurableDefinition<State, Input, Output>,
-  state: State,
-  event: StepEvent,
-): StepResult<State> {
-  try {
-    return definition.step(state, event);
-  } catch (error) {
-    return { state, commands: [{ type: 'fail', error: serializeError(error) }] };
   }
 }
 

@@ -4,6 +4,7 @@ import type { DurableStore, Lease, RunRecord, StoredRun } from '../store/contrac
 import type { Attempt } from './attempt.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { StoreRetryPolicy } from './run-writer.js';
+import type { StreamOptions } from './run-stream.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
 
 /** Everything one attempt at a run needs. */
@@ -38,6 +39,11 @@ export interface DurableRunOptions<Input> {
   heartbeatMs?: number;
   /** Claims from holders that never released it, past which the run is dead-lettered. @defaultValue no limit */
   maxRecoveries?: number;
+  /**
+   * Attempts in a row that ended in an error before the run could go on (`RunRecord.stalls`), at which the next
+   * attempt dead-letters it with the last error. @defaultValue 5
+   */
+  maxStalls?: number;
   /** Also claim a run still leased to this owner (a restarted process). @defaultValue false */
   reclaimOwn?: boolean;
   /** The run's record as the caller just read it, which saves reading it again before the claim. */
@@ -49,6 +55,8 @@ export interface DurableRunOptions<Input> {
   lease?: Lease;
   /** Called once the run is claimed, with the lease and the record as it was claimed. */
   onClaim?(lease: Lease, record: RunRecord): void;
+  /** Model calls stream what they say to the run's stream log (see `DurableOptions.stream`). */
+  stream?: boolean | StreamOptions;
 }
 
 /** How a run ended, from the attempt that saw it end (or from the store, for a finished run). */

@@ -63,6 +63,10 @@ export class RunWriter {
   private seq: number;
   /** A write that failed for good: the run is being suspended, and no checkpoint may follow it. */
   private suspension: RunSuspendedError | undefined;
+  /** A checkpoint or journal append of this attempt landed: the run went on (see `RunRecord.stalls`). */
+  private landed = false;
+  /** The status of the last checkpoint written. */
+  private written: Checkpoint['status'] | undefined;
 
   constructor(
     private readonly store: SnapshotStore,
@@ -82,6 +86,16 @@ export class RunWriter {
   /** The highest seq handed out so far; a checkpoint records it so seqs keep rising after it. */
   get lastSeq(): number {
     return this.seq;
+  }
+
+  /** Whether a checkpoint or journal append of this attempt landed. */
+  get progressed(): boolean {
+    return this.landed;
+  }
+
+  /** The status of the last checkpoint this attempt wrote, if any. */
+  get lastWrittenStatus(): Checkpoint['status'] | undefined {
+    return this.written;
   }
 
   /** Hands out the next seq without a journal mark: a history record's, ordered among the marks. */
@@ -123,6 +137,7 @@ export class RunWriter {
       const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
       await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
       await this.withRetry(() => this.store.append(this.attempt.fence, entries));
+      this.landed = true;
       this.dropThrough(entries.at(-1)!.seq);
       await this.attempt.pass({ point: 'journal.after', runId: this.attempt.runId, entries: ids });
     });
@@ -159,6 +174,8 @@ export class RunWriter {
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
       const receipt = await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
       if (!receipt.written) return receipt;
+      this.landed = true;
+      this.written = checkpoint.status;
       this.dropThrough(checkpoint.journalSeq);
       const kept = new Set(keep);
       for (const [id, marks] of this.marks) {

@@ -6,6 +6,7 @@ import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
 import { defaultStoreRetry, type StoreRetryPolicy } from './run-writer.js';
+import { checkStreamOptions, type StreamOptions } from './run-stream.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
 import { cairnTracer } from './tracing.js';
 
@@ -22,6 +23,12 @@ export interface DurableOptions {
   clock?: Clock;
   /** How store writes are retried before the run is suspended. */
   storeRetry?: Partial<StoreRetryPolicy>;
+  /**
+   * Model calls stream what they say, as they say it, to the run's stream log (`client.stream` reads it), when
+   * the store keeps streams: `true`, or how deltas are coalesced. A model without `stream` is streamed its
+   * whole answer at once. What a run journals is the same either way. @defaultValue false
+   */
+  stream?: boolean | StreamOptions;
 }
 
 /** Options of `execute`. */
@@ -54,6 +61,7 @@ export function createRunner<State, Input, Output>(
   durable: DurableOptions | undefined,
   tracerProvider?: TracerProvider,
 ): Runner<State, Input, Output> {
+  checkStreamOptions(durable?.stream);
   const owner = durable?.owner ?? `${definition.kind}:${definition.name}:${crypto.randomUUID()}`;
   const common = (store: DurableStore) => ({
     store,
@@ -62,6 +70,7 @@ export function createRunner<State, Input, Output>(
     leaseMs: durable?.leaseMs ?? 30_000,
     storeRetry: { ...defaultStoreRetry, ...durable?.storeRetry },
     deleteOnComplete: durable?.deleteOnComplete ?? false,
+    ...(durable?.stream === undefined ? {} : { stream: durable.stream }),
     // Looked up per run, so a provider registered after the definition is still used.
     tracer: cairnTracer(tracerProvider),
   });

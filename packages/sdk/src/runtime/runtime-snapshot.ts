@@ -1,7 +1,9 @@
 import { CairnError, snapshotInvalidError } from '../errors.js';
 import { parseStoredHistory, type StoredHistory } from '../history/stored-history.js';
-import { storableJson, type JsonValue } from '../json.js';
+import { storableJson, type JsonValue, type StorableViews } from '../json.js';
 import type { JournalEntry } from '../store/contract.js';
+import type { HistoryEnd, HistoryRecorder } from './history-recorder.js';
+import type { RunWriter } from './run-writer.js';
 import type { PerformCommand } from './step-function.js';
 import { checkJournal } from './stored-journal.js';
 import type { StoredTraceContext } from './tracing.js';
@@ -26,6 +28,12 @@ export interface RuntimeSnapshot<State = JsonValue> {
   /** What happened to the run so far, bounded: attempts, units, effects, waits (`runEvents` reads it). */
   history?: StoredHistory;
 }
+
+/**
+ * Keys of a runtime snapshot whose values are only read, never resumed from (the run's history): a store that
+ * finds a part under them it cannot read or trust drops it (null) instead of refusing the run.
+ */
+export const advisorySnapshotKeys: readonly string[] = ['history'];
 
 /**
  * The signature of a run started by name (a client without the definition): no definition has checkpointed it
@@ -183,4 +191,39 @@ export function initialRunSnapshot<State, Input>(
 
 function isObject(value: JsonValue | undefined): value is { [key: string]: JsonValue } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The checkpoint's snapshot of `state` with its `pending` effects, and the journal seq it accounts for, taken
+ * together right before it is written. History first: its records take seqs the snapshot's journalSeq must
+ * account for; `last` (a wait or an end) is recorded in what is returned only.
+ */
+export function takeSnapshot<State>(taken: {
+  state: State;
+  pending: PerformCommand[];
+  history: HistoryRecorder;
+  writer: RunWriter;
+  /** The attempt's storable views: what its last checkpoint held is not checked again. */
+  views: StorableViews;
+  trace: StoredTraceContext | undefined;
+  last?: HistoryEnd | undefined;
+  waitingSince?: number | undefined;
+}): { snapshot: JsonValue; journalSeq: number } {
+  const { state, pending, history, writer, views, trace, last, waitingSince } = taken;
+  // A trip or node the run waits in (a call held for approval) goes on after the wait: it stays open.
+  if (last === undefined || !('wait' in last)) history.unitsSettled(pending);
+  const stored = history.stored(last);
+  const carried = writer.entriesOf(pending.map((command) => command.id));
+  const journalSeq = writer.lastSeq;
+  const snapshot = views.view({
+    format: 1,
+    state,
+    pending,
+    journalSeq,
+    ...(carried.length === 0 ? {} : { carried }),
+    ...(trace === undefined ? {} : { trace }),
+    ...(waitingSince === undefined ? {} : { waitingSince }),
+    history: stored,
+  }) as unknown as JsonValue;
+  return { snapshot, journalSeq };
 }

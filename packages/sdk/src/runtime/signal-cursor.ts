@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.js';
 import type { SnapshotStore } from '../store/contract.js';
-import type { RunSignal, RunWait } from '../store/waits.js';
+import { checkRunWait, type RunSignal, type RunWait } from '../store/waits.js';
+import { CairnError } from '../errors.js';
+import { storableJson } from '../json.js';
 import type { Attempt } from './attempt.js';
 import { retryStoreCall, type StoreRetryPolicy } from './run-writer.js';
-import type { StepEvent } from './step-function.js';
+import type { StepEvent, WaitCommand } from './step-function.js';
 
 /**
  * What an attempt handed its step function from the run's mailbox. A signal handed over is consumed only by
@@ -64,4 +66,28 @@ export class SignalCursor {
 export function wokenEvent(wait: RunWait, signals: readonly RunSignal[], now: number): StepEvent {
   const answered = signals.some((signal) => wait.signals.includes(signal.name));
   return { type: 'woken', now, signals, timedOut: !answered };
+}
+
+/**
+ * The wait a step's wait command asks the store to keep; `INVALID_ARGUMENT` when the step may not wait here
+ * (`problem`: effects still pending, a child run) or the wait is malformed.
+ */
+export function storedWait(
+  definition: { kind: string; name: string },
+  command: WaitCommand,
+  problem: string | undefined,
+): RunWait {
+  if (problem !== undefined) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `The ${definition.kind} "${definition.name}" step returned a wait ${problem}.`,
+    );
+  }
+  return checkRunWait(
+    storableJson({
+      until: command.until ?? null,
+      signals: [...(command.signals ?? [])],
+      ...(command.detail === undefined ? {} : { detail: command.detail }),
+    }) as unknown as RunWait,
+  );
 }

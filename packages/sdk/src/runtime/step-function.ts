@@ -2,6 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Clock } from '../clock.js';
 import type { CairnError, SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
+import type { ModelStreamPart } from '../model.js';
 import type { EffectOutcome } from '../store/contract.js';
 import type { RunSignal } from '../store/waits.js';
 
@@ -120,6 +121,11 @@ export interface EffectContext<State = unknown> {
   /** Which try of this effect this is, from 1. */
   attempt: number;
   /**
+   * Where a model call says what it says while it runs, when the run streams (see `DurableOptions.stream`):
+   * each delta goes to the run's stream log. Absent when it does not.
+   */
+  stream?: (part: ModelStreamPart) => void;
+  /**
    * Runs (or continues) a child run under this run's lease: its own checkpoints under `childRunId`, its
    * writes fenced by this run's epoch. A child that already ended returns its stored end at once.
    */
@@ -149,17 +155,24 @@ export interface DurableDefinition<State, Input, Output> {
   init(input: Input, runId: string): State;
   step(state: State, event: StepEvent): StepResult<State>;
   perform(effect: Effect, context: EffectContext<State>): Promise<JsonValue>;
+  /** Whether performing `effect` may say something to the run's stream (a model call): it gets a sink. */
+  streams?(effect: Effect): boolean;
   /** Validates a stored state; throws for a malformed one. */
   parseState(state: JsonValue): State;
   /** Turns a stored output back into the definition's output type. */
   parseOutput(output: JsonValue): Output;
   driftError(runId: string, stored: string, current: string): CairnError;
   /**
-   * Checks an effect read back from a store, with the value the journal says it settled with, if any: why it
-   * is not an effect this definition commands or a value it answers (a corrupted row), else undefined. A run
-   * whose stored effects fail it is refused with `SNAPSHOT_INVALID` before anything runs.
+   * Checks an effect read back from a store, with the value the journal says it settled with, if any, and the
+   * stored state it is pending in: why it is not an effect this definition commands from that state or a value
+   * it answers (a corrupted row), else undefined. A run whose stored effects fail it is refused with
+   * `SNAPSHOT_INVALID` before anything runs.
    */
-  checkStoredEffect?(effect: Effect, settled?: { value: JsonValue }): string | undefined;
+  checkStoredEffect?(
+    effect: Effect,
+    settled: { value: JsonValue } | undefined,
+    state: State,
+  ): string | undefined;
   /** How the spans of its effects are named and grouped into trips or nodes. */
   readonly telemetry?: EffectTelemetry;
   /**

@@ -64,9 +64,10 @@ export function checkJournal(
  * is one the definition commands, and every value the journal holds for one is one it answers. A settled
  * refund read back as something else must not be taken for "not run yet".
  */
-export function checkStoredEffects(
-  definition: Pick<DurableDefinition<unknown, unknown, unknown>, 'checkStoredEffect'>,
+export function checkStoredEffects<State>(
+  definition: Pick<DurableDefinition<State, unknown, unknown>, 'checkStoredEffect'>,
   runId: string,
+  state: State,
   pending: readonly PerformCommand[],
   journal: readonly JournalEntry[],
 ): void {
@@ -79,7 +80,7 @@ export function checkStoredEffects(
   }
   for (const command of pending) {
     const stored = settled.has(command.id) ? { value: settled.get(command.id)! } : undefined;
-    const problem = check(command.effect, stored);
+    const problem = check(command.effect, stored, state);
     if (problem !== undefined)
       throw snapshotInvalid(runId, `pending effect "${command.id}" ${problem}`);
   }

@@ -1,4 +1,4 @@
-import { deserializeError } from '../errors.js';
+import { deserializeError, snapshotInvalidError } from '../errors.js';
 import { isTerminalStatus, type RunRecord } from '../store/contract.js';
 import type { DurableRunResult } from './run-options.js';
 import { parseRuntimeSnapshot, unstartedSignature } from './runtime-snapshot.js';
@@ -53,4 +53,20 @@ export function finishedResult<State, Input, Output>(
     );
   }
   return undefined;
+}
+
+/**
+ * Refuses a snapshot that names another journal seq than its checkpoint was saved with (`StoredRun.checkpointSeq`,
+ * when the store says): changed behind the store's back, its seqs would fall below marks already written.
+ */
+export function checkCheckpointSeq(
+  runId: string,
+  snapshotSeq: number,
+  checkpointSeq: number | undefined,
+): void {
+  if (checkpointSeq === undefined || checkpointSeq === snapshotSeq) return;
+  throw snapshotInvalidError(
+    runId,
+    `its snapshot accounts for the journal up to ${snapshotSeq}, its checkpoint was written up to ${checkpointSeq}`,
+  );
 }

@@ -1,5 +1,6 @@
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
+import type { StreamStore } from './stream.js';
 import type { NewSignal, RunSignal, RunWait, SignalReceipt } from './waits.js';
 
 /**
@@ -82,6 +83,12 @@ export interface RunRecord {
   leaseUntil: number | null;
   /** Claims that took the run from a holder that never released it (a crash, a freeze). */
   recoveries: number;
+  /**
+   * Attempts in a row that ended in an error before the run could go on (a store that kept refusing its
+   * checkpoint, an error the runtime could not get past): set by the status update that ends such an attempt,
+   * reset by every checkpoint. Past `maxStalls` the run is dead-lettered.
+   */
+  stalls: number;
   /** A client asked to cancel the run; its holder cancels it at its next heartbeat. */
   cancelRequested: boolean;
   /** The run (at its incarnation) that started this one as a child run (a planner's agent node), or null. */
@@ -90,6 +97,11 @@ export interface RunRecord {
   rootRunId: string | null;
   createdAt: number;
   updatedAt: number;
+  /**
+   * In a listing only: the run's stored rows cannot be read (changed behind the store's back), and why. Its
+   * `snapshot` is then null, and loading or resuming it is `SNAPSHOT_INVALID`; the other runs are listed as usual.
+   */
+  unreadable?: string;
 }
 
 /** One mark in the journal: an effect started, or an effect settled with its outcome. */
@@ -112,6 +124,11 @@ export interface StoredRun {
   journal: JournalEntry[];
   /** The signals no checkpoint has consumed yet, oldest first (`Checkpoint.signalsConsumed`). */
   signals: RunSignal[];
+  /**
+   * The `journalSeq` the stored checkpoint was saved with, as the store recorded it beside the snapshot; absent
+   * before the first checkpoint. A snapshot that names another was changed behind the store's back.
+   */
+  checkpointSeq?: number;
 }
 
 /** What `create` needs to register a new run. */
@@ -186,10 +203,16 @@ export interface SaveReceipt {
   mail: boolean;
 }
 
-/** A status change that keeps the checkpoint and journal. */
+/**
+ * A status change that keeps the checkpoint and journal. `waiting` only keeps a run that is stored waiting as it
+ * is, with its wait (an attempt woken from the wait that wrote nothing gives it back so); any other status
+ * clears the wait.
+ */
 export interface StatusUpdate {
   status: RunStatus;
   error?: SerializedError;
+  /** Sets `RunRecord.stalls`; unchanged when absent. */
+  stalls?: number;
 }
 
 /** Filters for `list`. */
@@ -218,21 +241,27 @@ export interface SnapshotStore {
   load(runId: string): Promise<StoredRun | undefined>;
   /**
    * Writes a checkpoint and drops the journal entries it supersedes. Writing the final status the run
-   * already has again (a retried write) succeeds and changes nothing. The checkpoint's values may be the
+   * already has again (a retried write) succeeds and changes nothing. The checkpoint's values are the
    * runtime's own (it does not copy a snapshot it only hands over): a store serializes or copies what it
-   * keeps before the returned promise settles, and keeps no reference to them. A retried final write answers
-   * `{ written: true, mail: false }`.
+   * keeps before the returned promise settles. The runtime never changes a value it handed to a checkpoint
+   * (it replaces a part of its state, never changes one in place), so a store may keep references to compare
+   * the next checkpoint with (store-pg keeps a conversation's messages, to write only the new ones), but it
+   * never changes them. A retried final write answers `{ written: true, mail: false }`. A written checkpoint
+   * sets `stalls` to 0.
    */
   save(fence: Fence, checkpoint: Checkpoint): Promise<SaveReceipt>;
   /**
-   * Appends journal entries, atomically and in order. Entries whose `seq` is not above the highest seq
-   * ever appended to the run (kept across checkpoints) or the stored checkpoint's `journalSeq` are skipped,
-   * so an append retried after an unknown outcome never duplicates an entry.
+   * Appends journal entries, atomically and in order. Entries whose `seq` is not above the highest seq ever
+   * appended to the run (kept across checkpoints) are skipped, so an append retried after an unknown outcome never
+   * duplicates an entry. An append with an entry at or below the stored checkpoint's `journalSeq` is refused with
+   * `LeaseLostError` and writes nothing: it was made from an older checkpoint than the one stored (or one whose
+   * snapshot lied), and reporting its marks written would lose a write-ahead mark.
    */
   append(fence: Fence, entries: readonly JournalEntry[]): Promise<void>;
   /**
-   * Changes only the status (and error), keeping the snapshot and the journal: how a run is marked
-   * suspended or cancelled without losing what its journal holds. Never `waiting`: a wait is a checkpoint.
+   * Changes only the status (and error, and stalls), keeping the snapshot and the journal: how a run is marked
+   * suspended or cancelled without losing what its journal holds. `waiting` is refused with `INVALID_ARGUMENT`
+   * unless the run is stored waiting (a wait starts with a checkpoint); it keeps that wait.
    */
   updateStatus(fence: Fence, update: StatusUpdate): Promise<void>;
   /** Runs matching the filter, oldest first. */
@@ -354,8 +383,10 @@ export interface LeaseStore {
   /**
    * The earliest time (on the clock waits are written on) a waiting run of these definitions becomes due by
    * its time, or null when none waits for a time: how a worker sets a timer instead of polling for wake-ups.
+   * With `after`, only times later than it count: runs already due are a claim's to find, and one a worker
+   * left alone (parked after drift, say) must not hide the next sleeper from its timer.
    */
-  nextWake(definitions: ClaimableOptions['definitions']): Promise<number | null>;
+  nextWake(definitions: ClaimableOptions['definitions'], after?: number): Promise<number | null>;
   /**
    * Claims up to `limit` claimable runs at once, oldest first, each as `acquire` would, skipping runs another
    * claimer is taking at the same moment, and returns their leases (with `claimed` set). How workers claim
@@ -375,9 +406,11 @@ export interface ClaimOptions extends ClaimableOptions {
 /**
  * A store implementing both contracts, which is what a durable run needs. A store that can push may also
  * `subscribe`: the callback fires when runs may have become claimable (created, released), so workers
- * wake at once instead of waiting for their next poll.
+ * wake at once instead of waiting for their next poll. A store with a `StreamStore` keeps what runs say
+ * while they run; without one, runs are watched checkpoint by checkpoint.
  */
 export type DurableStore = SnapshotStore &
-  LeaseStore & {
+  LeaseStore &
+  Partial<StreamStore> & {
     subscribe?(onWork: () => void): Promise<() => Promise<void>>;
   };

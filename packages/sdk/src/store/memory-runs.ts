@@ -1,12 +1,24 @@
 import { LeaseLostError } from '../errors.js';
 import { jsonClone } from '../json.js';
-import type { ClaimableOptions, Fence, JournalEntry, Lease, RunRecord } from './contract.js';
+import type {
+  Checkpoint,
+  ClaimableOptions,
+  Fence,
+  JournalEntry,
+  Lease,
+  RunRecord,
+} from './contract.js';
 import { claimableStatuses, isTerminalStatus } from './contract.js';
 import { isWaitDue, type RunSignal } from './waits.js';
 
 /** One run as the memory store keeps it. */
 export interface MemoryRun {
   record: RunRecord;
+  /**
+   * The last checkpoint its holder handed over, and the copy of it kept: the next checkpoint shares the copies
+   * of the parts it still holds (see `jsonCopyBeside`). Kept while the holder goes on, not after it let go.
+   */
+  saved?: { checkpoint: Checkpoint; copy: Checkpoint } | undefined;
   journal: JournalEntry[];
   /** The highest journal seq ever appended, kept across checkpoints. */
   highestSeq: number;
@@ -54,7 +66,11 @@ export function memoryRuns() {
   }
 
   function isHeld(run: MemoryRun, now: number): boolean {
-    const { owner, leaseUntil } = view(run);
+    // A child's lease is its root's, as `view` shows it (read here without copying the record).
+    const holder =
+      run.record.rootRunId === null ? run.record : runs.get(run.record.rootRunId)?.record;
+    const owner = holder?.owner ?? null;
+    const leaseUntil = holder?.leaseUntil ?? null;
     return owner !== null && leaseUntil !== null && leaseUntil > now;
   }
 
@@ -105,6 +121,7 @@ export function memoryRuns() {
         run: view(run),
         journal: jsonClone(run.journal),
         signals: jsonClone(unconsumed(run)),
+        ...(run.checkpointSeq === -Infinity ? {} : { checkpointSeq: run.checkpointSeq }),
       },
     };
   }

@@ -21,8 +21,12 @@ import type {
   StoredRun,
 } from './contract.js';
 import { isTerminalStatus, terminalStatuses } from './contract.js';
+import { checkDecision, decisionSignal } from './decisions.js';
+import { jsonCopyBeside } from './json-copies.js';
+import { signalDecision } from './memory-decisions.js';
 import { checkNewSignal, checkRunWait } from './waits.js';
 import { claimable, isFree, memoryRuns, type MemoryRun } from './memory-runs.js';
+import { memoryStreams } from './memory-stream.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -52,6 +56,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
   let incarnations = 0;
 
   return {
+    ...memoryStreams(runs, fence),
+
     async create(init: NewRun) {
       const existing = runs.get(init.runId);
       const staleChild =
@@ -85,6 +91,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         owner: null,
         leaseUntil: null,
         recoveries: 0,
+        stalls: 0,
         cancelRequested: false,
         parent:
           init.parent === undefined
@@ -114,6 +121,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         run: view(run),
         journal: jsonClone(run.journal),
         signals: jsonClone(unconsumed(run)),
+        ...(run.checkpointSeq === -Infinity ? {} : { checkpointSeq: run.checkpointSeq }),
       };
     },
 
@@ -144,13 +152,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         run.record.owner = null;
         run.record.leaseUntil = null;
       }
-      const copy = jsonClone(checkpoint);
+      const copy = jsonCopyBeside(checkpoint, run.saved?.checkpoint, run.saved?.copy);
+      const goesOn = checkpoint.release !== true && !isTerminalStatus(checkpoint.status);
+      run.saved = goesOn ? { checkpoint, copy } : undefined;
       const record: RunRecord = {
         ...run.record,
         status: copy.status,
         signature: copy.signature,
         snapshot: copy.snapshot,
         wait: copy.status === 'waiting' ? (copy.wait ?? null) : null,
+        stalls: 0,
         updatedAt: clock.now(),
       };
       delete record.output;
@@ -169,9 +180,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
 
     async append(target, entries) {
       const run = fence(target);
+      if (entries.some((entry) => entry.seq <= run.checkpointSeq))
+        throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
       for (const entry of jsonClone(entries)) {
         // A retried append whose first attempt landed repeats seqs that are already stored: skip them.
-        if (entry.seq <= run.highestSeq || entry.seq <= run.checkpointSeq) continue;
+        if (entry.seq <= run.highestSeq) continue;
         run.journal.push(entry);
         run.highestSeq = entry.seq;
       }
@@ -179,19 +192,20 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     },
 
     async updateStatus(target, update) {
-      if (update.status === 'waiting') {
+      const run = fence(target, update.status);
+      if (isTerminalStatus(run.record.status)) return;
+      if (update.status === 'waiting' && run.record.status !== 'waiting') {
         throw new CairnError(
           'INVALID_ARGUMENT',
           'A run starts waiting with a checkpoint, not a status change.',
         );
       }
-      const run = fence(target, update.status);
-      if (isTerminalStatus(run.record.status)) return;
       const copy = jsonClone(update);
       run.record.status = copy.status;
-      run.record.wait = null;
+      if (copy.status !== 'waiting') run.record.wait = null;
       delete run.record.error;
       if (copy.error !== undefined) run.record.error = copy.error;
+      if (copy.stalls !== undefined) run.record.stalls = copy.stalls;
       run.record.updatedAt = clock.now();
     },
 
@@ -224,6 +238,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
           `Run "${runId}" is a child run: signal its root run "${record.rootRunId}".`,
           { data: { runId, rootRunId: record.rootRunId } },
         );
+      }
+      if (checked.name === decisionSignal) {
+        const receipt = signalDecision(run, checkDecision(runId, checked.payload), clock.now());
+        if (!receipt.duplicate && record.status === 'waiting') notify();
+        return receipt;
       }
       if (isTerminalStatus(record.status)) throw runEndedError(runId, record.status);
       if (checked.idempotencyKey !== null) {
@@ -309,12 +328,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         .map((run) => run.record.runId);
     },
 
-    async nextWake(definitions) {
+    async nextWake(definitions, after) {
       const now = clock.now();
       let earliest: number | null = null;
       for (const { record } of runs.values()) {
         const until = record.status === 'waiting' ? record.wait?.until : undefined;
         if (until === undefined || until === null || record.rootRunId !== null) continue;
+        if (after !== undefined && until <= after) continue;
         if (!claimable(record, definitions, now, undefined)) continue;
         if (earliest === null || until < earliest) earliest = until;
       }

@@ -1,5 +1,6 @@
 import { CairnError } from '../errors.js';
 import { storableJson, type JsonValue } from '../json.js';
+import type { StandingDecision } from './decisions.js';
 
 /**
  * What a waiting run waits for: a time, signals, or both, whichever comes first. While it waits it holds no
@@ -45,6 +46,11 @@ export interface SignalReceipt {
   seq: number;
   /** The idempotency key was seen before: this signal was not added, `seq` is the first one's. */
   duplicate: boolean;
+  /**
+   * For a decision (`cairn.approval`): the decision that stands for the call, the first one accepted (this one,
+   * unless `duplicate`), with the hash of the arguments the call waited with.
+   */
+  decision?: StandingDecision;
 }
 
 /** The longest signal name, and idempotency key, a store accepts. */

@@ -28,10 +28,11 @@ export const inlineJournalBytes = 1536;
  * Appends the journal entries of several runs in one statement, each checked on its own (see `fence.ts`).
  * Entries go into the run's row (`runs.journal`, emptied by the next checkpoint) when they fit under
  * `inlineJournalBytes`, else into the journal table. An entry whose seq is not above the highest seq appended
- * to its run so far (`runs.journal_seq`, kept across checkpoints), above the stored checkpoint's
- * `checkpoint_seq`, or above an earlier entry of the same write is skipped, so a retried append never
- * duplicates an entry. Returns, per write, undefined when it applied, `busy` when its row was skipped
- * (without `wait`: send it again on its own), or why it was refused.
+ * to its run so far (`runs.journal_seq`, kept across checkpoints) or above an earlier entry of the same write is
+ * skipped, so a retried append never duplicates an entry. A write with an entry at or below the stored
+ * checkpoint's `checkpoint_seq` is refused whole (made from an older checkpoint, or one that lied), so its marks
+ * are never reported written when they were not. Returns, per write, undefined when it applied, `busy` when its
+ * row was skipped (without `wait`: send it again on its own), or why it was refused.
  */
 export async function appendJournals(
   db: Db,
@@ -48,11 +49,12 @@ export async function appendJournals(
               max((e ->> 'seq')::bigint) OVER (PARTITION BY o.ord ORDER BY n
                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier
          FROM ops o, jsonb_array_elements(o.entries) WITH ORDINALITY AS t(e, n)
+     ), superseded AS (
+       SELECT DISTINCT i.ord FROM input i JOIN checked c ON c.ord = i.ord WHERE i.seq <= c.checkpoint_seq
      ), accepted AS (
        SELECT i.ord, i.seq, i.line
          FROM input i JOIN checked c ON c.ord = i.ord
-        WHERE (greatest(c.journal_seq, c.checkpoint_seq) IS NULL
-               OR i.seq > greatest(c.journal_seq, c.checkpoint_seq))
+        WHERE (c.journal_seq IS NULL OR i.seq > c.journal_seq)
           AND (i.earlier IS NULL OR i.seq > i.earlier)
      ), placed AS (
        SELECT a.ord, a.lines, c.journal_bytes + octet_length(a.lines) <= ${inlineJournalBytes} AS inline
@@ -64,7 +66,7 @@ export async function appendJournals(
               journal_seq = greatest(r.journal_seq, (SELECT max(i.seq) FROM input i WHERE i.ord = o.ord)),
               journal = CASE WHEN p.inline THEN r.journal || p.lines ELSE r.journal END
          FROM checked c JOIN ops o ON o.ord = c.ord LEFT JOIN placed p ON p.ord = c.ord
-        WHERE r.run_id = c.run_id AND ${mayApply}
+        WHERE r.run_id = c.run_id AND ${mayApply} AND o.ord NOT IN (SELECT s.ord FROM superseded s)
        RETURNING o.ord, r.run_id, o.epoch, p.inline = false AS spilled
      ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
@@ -87,7 +89,7 @@ export async function appendJournals(
       ),
     ],
   );
-  return writes.map(({ fence }, ord) => appendOutcomeOf(fence, rows[ord]!));
+  return writes.map(({ fence, entries }, ord) => appendOutcomeOf(fence, rows[ord]!, entries));
 }
 
 /**
@@ -98,10 +100,13 @@ export async function appendJournals(
 export function appendOutcomeOf(
   fence: Fence,
   row: readonly unknown[],
+  entries: readonly JournalEntry[],
 ): LeaseLostError | 'busy' | undefined {
   if (row[6] === true) return undefined;
-  // An append names no status: a run in a final status refuses it, so a refusal is always an error.
-  const refusal = refusalOf(fence, fenceCheckOf(row, 1), {});
+  // An append names no status: a run in a final status refuses it, so a refusal is always an error. One with an
+  // entry at or below the stored checkpoint is refused as a checkpoint older than it is.
+  const first = Math.min(...entries.map((entry) => entry.seq));
+  const refusal = refusalOf(fence, fenceCheckOf(row, 1), { journalSeq: first - 1 });
   if (refusal === 'busy') return refusal;
   return refusal instanceof LeaseLostError ? refusal : new LeaseLostError(fence.runId, fence.epoch);
 }

@@ -13,8 +13,9 @@ import {
  * The append of one root run, alone: what `appendJournals` does for a batch of one, as a statement of
  * scalar and array parameters that locks one row and updates it, without the batch's JSON decoding and
  * joins. A sequential run (one write at a time) pays only for this. Without `wait`, a row another
- * transaction holds is skipped and reported `busy`, as in a batch. A child run's append (fenced by its root
- * too) goes through `appendJournals`.
+ * transaction holds is skipped and reported `busy`, as in a batch, and an append with an entry at or below the
+ * stored checkpoint is refused, as in a batch. A child run's append (fenced by its root too) goes through
+ * `appendJournals`.
  */
 export async function appendOne(
   db: Db,
@@ -37,8 +38,9 @@ export async function appendOne(
   const rows = await query(
     db,
     `WITH c AS (
-       SELECT r.run_id, r.status, r.checkpoint_seq,
-              greatest(r.journal_seq, r.checkpoint_seq) AS floor, octet_length(r.journal) AS journal_bytes,
+       SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq AS floor,
+              octet_length(r.journal) AS journal_bytes,
+              coalesce($7::bigint <= r.checkpoint_seq, false) AS superseded,
               r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
          FROM ${names.runs} r WHERE r.run_id = $1::text FOR UPDATE${wait ? '' : ' SKIP LOCKED'}
      ), accepted AS (
@@ -52,7 +54,7 @@ export async function appendOne(
               journal = CASE WHEN c.journal_bytes + coalesce(octet_length(p.lines), 0) <= ${inlineJournalBytes}
                              THEN r.journal || coalesce(p.lines, '') ELSE r.journal END
          FROM c, placed p
-        WHERE r.run_id = c.run_id AND ${mayApply}
+        WHERE r.run_id = c.run_id AND ${mayApply} AND NOT c.superseded
        RETURNING c.journal_bytes + coalesce(octet_length(p.lines), 0) > ${inlineJournalBytes} AS spilled
      ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
@@ -62,7 +64,15 @@ export async function appendOne(
             c.run_id IS NULL AND EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = $1::text),
             EXISTS (SELECT 1 FROM fenced)
        FROM (SELECT 1) AS one LEFT JOIN c ON true`,
-    [fence.runId, fence.incarnation, fence.epoch, seqs, lines, highest],
+    [
+      fence.runId,
+      fence.incarnation,
+      fence.epoch,
+      seqs,
+      lines,
+      highest,
+      seqs.length === 0 ? null : Math.min(...seqs),
+    ],
   );
-  return appendOutcomeOf(fence, rows[0]!);
+  return appendOutcomeOf(fence, rows[0]!, entries);
 }

@@ -1,6 +1,7 @@
 import type { Lease } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
+import { createdAtOf } from '../row.js';
 import { awake, dueWaitingRuns, wakeClock } from './due-waits.js';
 import {
   claimedColumns,
@@ -126,7 +127,7 @@ export async function claimRuns(
     ],
   );
   if (sessionLost(rows)) return 'session-lost';
-  return rows
-    .map((row) => decodeClaimed(row, claim.owner))
-    .sort((a, b) => a.claimed!.run.createdAt - b.claimed!.run.createdAt);
+  return [...rows]
+    .sort((a, b) => createdAtOf(a) - createdAtOf(b))
+    .map((row) => decodeClaimed(row, claim.owner));
 }

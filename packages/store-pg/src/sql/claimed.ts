@@ -1,4 +1,4 @@
-import { isCairnError, type Lease, type RunRecord, type StoredRun } from '@cairn/sdk';
+import type { Lease, RunRecord, StoredRun } from '@cairn/sdk';
 import type { Names } from '../names.js';
 import {
   decodeJournal,
@@ -18,7 +18,12 @@ import {
  */
 export function claimedColumns(names: Names, alias: string, previousOwner: string): string {
   return `${runColumns(names, alias)}, ${journalColumn(names, alias)}, ${signalsColumn(names, alias)},
-          ${millis(`${alias}.lease_until`)}, ${previousOwner}`;
+          ${millis(`${alias}.lease_until`)}, ${previousOwner}, ${alias}.checkpoint_seq::float8`;
+}
+
+/** A `StoredRun`'s `checkpointSeq` from the `checkpoint_seq` column read (NULL before the first checkpoint). */
+export function checkpointSeqOf(value: unknown): { checkpointSeq?: number } {
+  return typeof value === 'number' ? { checkpointSeq: value } : {};
 }
 
 /** The lease of a row selected with `claimedColumns`. */
@@ -31,12 +36,14 @@ export function decodeClaimed(row: readonly unknown[], owner: string): Lease {
       run,
       journal: decodeJournal(row[runColumnCount], run.runId),
       signals: decodeSignals(row[runColumnCount + 1], run.runId),
+      ...checkpointSeqOf(row[runColumnCount + 4]),
     };
-  } catch (error) {
-    // A run whose rows were changed behind the store's back is still claimed (with the others of the batch)
-    // but not handed over as read: its holder loads it again and meets SNAPSHOT_INVALID itself.
-    if (!isCairnError(error)) throw error;
+  } catch {
+    // A run whose rows were changed behind the store's back (whatever in them cannot be read) is claimed with the
+    // others of the batch but not handed over as read: its holder loads it again, meets SNAPSHOT_INVALID itself
+    // and gives it back. The others of the batch are handed over as read.
     run = decodeRun(row, 'null');
+    claimed = undefined;
   }
   return {
     runId: run.runId,
@@ -70,12 +77,12 @@ export function ownSession(names: Names, session: string): string {
  * one row saying the claimer's session is gone (`me`), its last column false.
  */
 export function claimedOrSessionLost(): string {
-  const nulls = Array.from({ length: runColumnCount + 4 }, () => 'NULL').join(', ');
+  const nulls = Array.from({ length: runColumnCount + 5 }, () => 'NULL').join(', ');
   return `SELECT c.*, true FROM claimed c
      UNION ALL SELECT ${nulls}, false FROM me WHERE NOT me.alive`;
 }
 
 /** Whether a claim statement's rows say the claimer's own session is gone. */
 export function sessionLost(rows: ReadonlyArray<readonly unknown[]>): boolean {
-  return rows.length === 1 && rows[0]![runColumnCount + 4] === false;
+  return rows.length === 1 && rows[0]![runColumnCount + 5] === false;
 }

@@ -11,6 +11,7 @@ import {
   signalsColumn,
   storedItemsOf,
 } from '../row.js';
+import { checkpointSeqOf } from './claimed.js';
 
 /**
  * The run, its journal in seq order and its mailbox, read in one statement so all come from one snapshot, with the
@@ -23,7 +24,8 @@ export async function loadRun(
 ): Promise<{ loaded: StoredRun; stored: ReturnType<typeof storedItemsOf> } | undefined> {
   const rows = await query(
     db,
-    `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}, ${signalsColumn(names, 'r')}
+    `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}, ${signalsColumn(names, 'r')},
+            r.checkpoint_seq::float8
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
     [runId],
   );
@@ -35,6 +37,7 @@ export async function loadRun(
       run,
       journal: decodeJournal(row[runColumnCount], run.runId),
       signals: decodeSignals(row[runColumnCount + 1], run.runId),
+      ...checkpointSeqOf(row[runColumnCount + 2]),
     },
     stored: storedItemsOf(row),
   };

@@ -167,7 +167,8 @@ export function waitFields(checkpoint: Checkpoint) {
  * (cleared by any other status), the mailbox cursor, raised to the given one but never past the last signal
  * given nor lowered, and whether the mailbox left above it holds a signal the wait names. That last is asked
  * of `wait_woken`, which reads with a snapshot taken after the row was locked: a signal that committed while
- * this save waited for the row is seen, so it wakes the wait.
+ * this save waited for the row is seen, so it wakes the wait. A checkpoint also ends a run of stalled attempts
+ * (`stalls`).
  */
 export function waitAssignments(
   names: Names,
@@ -180,7 +181,7 @@ export function waitAssignments(
                               (SELECT coalesce(max(s.seq), 0) FROM ${names.signals} s
                                 WHERE s.run_seq = r.created_seq))) END`;
   return `wait_until = ${write.until}, wait_signals = ${write.signals}, wait_detail = ${write.detail},
-              signals_consumed = ${cursor},
+              signals_consumed = ${cursor}, stalls = 0,
               woken = CASE WHEN ${write.status} = 'waiting'
                            THEN ${names.quotedSchema}.wait_woken(r.created_seq, ${cursor}, ${write.signals})
                            ELSE false END`;

@@ -1,8 +1,14 @@
 import {
   CairnError,
+  checkDecision,
   checkNewSignal,
+  decisionRefusal,
+  decisionSignal,
   runEndedError,
   RunNotFoundError,
+  standingDecision,
+  type ApprovalDecision,
+  type JsonValue,
   type NewSignal,
   type SignalReceipt,
 } from '@cairn/sdk';
@@ -23,6 +29,9 @@ export async function sendSignal(
   signal: NewSignal,
 ): Promise<SignalReceipt> {
   const checked = checkNewSignal(signal);
+  if (checked.name === decisionSignal) {
+    return sendDecision(db, names, runId, checkDecision(runId, checked.payload));
+  }
   let rows: unknown[][];
   try {
     rows = await query(
@@ -39,12 +48,57 @@ export async function sendSignal(
 }
 
 /**
- * The typed error of a refusal `send_signal` raised (its SQLSTATE and DETAIL), or undefined for any other
- * error, which the store maps as it maps every driver error.
+ * Puts a decision in a run's mailbox through the schema's `send_decision` function (migration 000008), which
+ * checks it against the run's wait under the row lock, by the rules of the sdk's `decide`.
  */
-export function signalRefusal(error: unknown, runId: string): CairnError | undefined {
-  const { code, detail, message, severity } = (error ?? {}) as Record<string, unknown>;
+async function sendDecision(
+  db: Db,
+  names: Names,
+  runId: string,
+  decision: ApprovalDecision,
+): Promise<SignalReceipt> {
+  let rows: unknown[][];
+  try {
+    rows = await query(
+      db,
+      `SELECT d.seq::float8, d.duplicate, d.decision::text
+         FROM ${names.sendDecision}($1::text, $2::text::jsonb) d`,
+      [runId, JSON.stringify(decision)],
+    );
+  } catch (error) {
+    throw signalRefusal(error, runId, decision.callId) ?? error;
+  }
+  const [seq, duplicate, kept] = rows[0]!;
+  return {
+    seq: seq as number,
+    duplicate: duplicate === true,
+    decision: standingDecision(JSON.parse(kept as string) as JsonValue),
+  };
+}
+
+/**
+ * The typed error of a refusal `send_signal` or `send_decision` raised (its SQLSTATE, DETAIL and HINT), or
+ * undefined for any other error, which the store maps as it maps every driver error.
+ */
+export function signalRefusal(
+  error: unknown,
+  runId: string,
+  callId?: string,
+): CairnError | undefined {
+  const { code, detail, hint, message, severity } = (error ?? {}) as Record<string, unknown>;
   if (typeof severity !== 'string' || typeof message !== 'string') return undefined;
+  if (code === '22023' && hint === 'cairn.decision' && typeof detail === 'string') {
+    const refused = JSON.parse(detail) as {
+      reason: string;
+      status: string;
+      argsHash: string | null;
+    };
+    return decisionRefusal(runId, callId ?? '', {
+      reason: refused.reason === 'other arguments' ? 'other-arguments' : 'not-waiting',
+      status: refused.status,
+      ...(refused.argsHash === null ? {} : { argsHash: refused.argsHash }),
+    });
+  }
   if (code === 'P0002') return new RunNotFoundError(runId);
   if (code === '55000' && typeof detail === 'string') return runEndedError(runId, detail);
   if (code === '22023') {

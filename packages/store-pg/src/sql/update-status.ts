@@ -1,4 +1,4 @@
-import { LeaseLostError, type Fence, type StatusUpdate } from '@cairn/sdk';
+import { CairnError, LeaseLostError, type Fence, type StatusUpdate } from '@cairn/sdk';
 import { jsonParam, query, type Db } from '../db.js';
 import {
   checkedWrites,
@@ -13,8 +13,9 @@ import {
 import type { Names } from '../names.js';
 
 /**
- * Changes status and error under the fence (see `fence.ts`), keeping snapshot and journal, and clears the
- * wait: a run starts waiting only by a checkpoint. Undefined when it
+ * Changes status, error and (when given) stalls under the fence (see `fence.ts`), keeping snapshot and journal.
+ * Any status but `waiting` clears the wait; `waiting` keeps a run that is stored waiting as it is, wait and
+ * `woken` included, and is refused for any other (a run starts waiting only by a checkpoint). Undefined when it
  * applied, or when the run already has this final status (a retried write); else why it was refused.
  */
 export async function updateStatus(
@@ -22,7 +23,7 @@ export async function updateStatus(
   names: Names,
   fence: Fence,
   update: StatusUpdate,
-): Promise<LeaseLostError | undefined> {
+): Promise<CairnError | undefined> {
   const rows = await query(
     db,
     `WITH ops AS (
@@ -30,19 +31,35 @@ export async function updateStatus(
      ), ${lockedRuns(names, true)}, ${checkedWrites()}, fenced AS (
        UPDATE ${names.runs} r
           SET status = $2::text, error = $3::text, updated_at = clock_timestamp(),
-              wait_until = NULL, wait_signals = NULL, wait_detail = NULL, woken = false
-         FROM checked c
-        WHERE r.run_id = c.run_id AND ${mayApply}
+              stalls = coalesce($4::int, r.stalls),
+              wait_until = CASE WHEN keep THEN r.wait_until END,
+              wait_signals = CASE WHEN keep THEN r.wait_signals END,
+              wait_detail = CASE WHEN keep THEN r.wait_detail END,
+              woken = keep AND r.woken
+         FROM checked c, LATERAL (SELECT $2::text = 'waiting' AS keep) k
+        WHERE r.run_id = c.run_id AND ${mayApply} AND (NOT keep OR c.status = 'waiting')
        RETURNING c.ord
      )
      SELECT o.ord, ${fenceCheckColumns(names)}, f.ord IS NOT NULL
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord`,
-    [JSON.stringify([fenceRow(0, fence)]), update.status, jsonParam(update.error)],
+    [
+      JSON.stringify([fenceRow(0, fence)]),
+      update.status,
+      jsonParam(update.error),
+      update.stalls ?? null,
+    ],
   );
   const row = rows[0]!;
   if (row[6] === true) return undefined;
-  const refusal = refusalOf(fence, fenceCheckOf(row, 1), { status: update.status });
+  const check = fenceCheckOf(row, 1);
+  const refusal = refusalOf(fence, check, { status: update.status });
   if (refusal === 'unchanged') return undefined;
+  if (refusal === undefined && update.status === 'waiting') {
+    return new CairnError(
+      'INVALID_ARGUMENT',
+      `Run "${fence.runId}" is ${check.status}: a run starts waiting with a checkpoint, not a status change.`,
+    );
+  }
   return refusal === undefined || refusal === 'busy'
     ? new LeaseLostError(fence.runId, fence.epoch)
     : refusal;

@@ -1,5 +1,5 @@
 import { lua } from '../client.js';
-import { prelude } from './prelude.js';
+import { prelude, streamKey } from './prelude.js';
 
 /**
  * Registers a run unless its hash exists; a child left there by an earlier incarnation of the same parent id
@@ -34,7 +34,7 @@ local replaced = {}
 if old[3] then
   replaced = redis.call('SMEMBERS', KEYS[4])
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[${streamKey}])
 local now = num(now_ms())
 local order = order_us()
 redis.call('HSET', KEYS[1], 'runId', id, 'incarnation', ARGV[8], 'kind', ARGV[2], 'name', ARGV[3],

@@ -1,9 +1,10 @@
 import { lua } from '../client.js';
-import { prelude } from './prelude.js';
+import { prelude, streamKey } from './prelude.js';
 
 /**
- * Deletes a run's keys (its mailbox too) and its entries in its bucket's indexes, and hands back its child run ids for the store to delete next
- * (they live in other slots). ARGV[1] is the mode:
+ * Deletes a run's keys (its mailbox and stream too) and its entries in its bucket's indexes (its holder's
+ * `held` set too), and hands back its child run ids for the store to delete next (they live in other slots).
+ * ARGV[1] is the mode:
  * - `delete` (ARGV[2] the root id the store expects, or ''): refused while a live lease holds the run, decided
  *   on the server's clock: its own lease, or for a child its root's, read from KEYS[5] (the root's hash) on a
  *   single node, where KEYS[6] is the parent's children set the child leaves.
@@ -26,7 +27,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'missing'}
 end
 local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'updatedAt', 'owner', 'leaseUntil', 'incarnation',
-  'parentId', 'parentInc', 'rootId', 'rootInc')
+  'parentId', 'parentInc', 'rootId', 'rootInc', 'holder')
 if mode == 'cascade' then
   if h[7] ~= ARGV[2] or h[8] ~= ARGV[3] then return {'kept'} end
 elseif mode == 'prune' and h[7] then
@@ -51,7 +52,8 @@ else
   end
 end
 local children = redis.call('SMEMBERS', KEYS[4])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7])
+if h[11] then unhold(h[11], h[1]) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[${streamKey}])
 if h[7] and linked then redis.call('SREM', KEYS[6], h[1]) end
 unindex(h[1])
 return {'deleted', h[2], h[6], children}

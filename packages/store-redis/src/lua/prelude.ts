@@ -10,14 +10,20 @@ const mailboxKey = 7;
 const firstIndexKey = 8;
 const claimableKey = firstIndexKey + allStatuses.length;
 const waitsKey = claimableKey + 1;
+/** Where the bucket's liveness keys are in a script's KEYS: its `live` set, then its `held` set (see `KeySpace`). */
+export const liveKey = waitsKey + 1;
+export const heldKey = liveKey + 1;
+/** Where the run's stream is in a script's KEYS (see `RunKeys.stream`). */
+export const streamKey = heldKey + 1;
 
 /**
  * Lua shared by every script. Key layout: KEYS[1] the run hash, KEYS[2] its journal (a sorted set of entry
  * JSON scored by seq), KEYS[3] its lease key, KEYS[4] the set of its child run ids; KEYS[5] and KEYS[6] keys
  * of related runs (its root's, its parent's: each script says which), KEYS[7] its mailbox (see `RunKeys`), then
  * the indexes of the run's bucket (same slot): its status indexes in the order of `allStatuses`, its claimable
- * set and its waits set. Related runs may live in other slots, so only a single node gets them: on Cluster, and
- * for a script with no related run, KEYS[5] and KEYS[6] repeat KEYS[1] and KEYS[4] (`linked` is false) and the
+ * set and its waits set, then the bucket's `live` and `held` sets (see `KeySpace`), then the run's stream
+ * (`streamKey`). Related runs may live in other slots, so only a single node gets them: on Cluster, and for a
+ * script with no related run, KEYS[5] and KEYS[6] repeat KEYS[1] and KEYS[4] (`linked` is false) and the
  * store does what needs the other runs in separate steps. Numbers are formatted with `num`, since Lua's default formatting loses digits past 14.
  *
  * `reindex()` puts the run where its stored hash says, in every index of its bucket: a retried write leaves the
@@ -35,6 +41,11 @@ const waitsKey = claimableKey + 1;
  * The run hash keeps the wait as `wait` (the RunWait's JSON), `waitUntil` and `waitSignals` (its names joined by
  * NUL), and the mailbox's counters: `signalSeq` (the last seq accepted) and `signalsConsumed` (the cursor);
  * absent counters are 0.
+ *
+ * A lease claimed by a store instance that keeps a liveness names it in `holder`, and the run is in the
+ * bucket's `held` set under that instance (`acquire` writes both), whose liveness is in the bucket's `live`
+ * set: `reindex()` lets the run go from there (`unhold`) once no owner holds it, and an instance that holds
+ * nothing more in the bucket leaves its `live` set.
  *
  * Fenced writes take ARGV[1] epoch, ARGV[2] the holder's token or '', ARGV[3] the holder's deadline (its
  * lease's end, ms on the server's clock) or '', ARGV[4] the settled-run TTL in ms or '', ARGV[5] the run's
@@ -57,11 +68,24 @@ local claimable = { ${claimableStatuses.map((s) => `${s} = true`).join(', ')} }
 local function unindex(id)
   for i = ${firstIndexKey}, ${waitsKey} do redis.call('ZREM', KEYS[i], id) end
 end
+-- A run held by an instance: its entry in the held set. Instance ids hold no NUL.
+local function held_entry(instance, id) return instance .. '\\0' .. id end
+-- The instance no longer holds the run; with nothing more held in the bucket its liveness leaves it too.
+local function unhold(instance, id)
+  redis.call('ZREM', KEYS[${heldKey}], held_entry(instance, id))
+  if redis.call('ZLEXCOUNT', KEYS[${heldKey}], '[' .. instance .. '\\0', '(' .. instance .. '\\1') == 0 then
+    redis.call('ZREM', KEYS[${liveKey}], instance)
+  end
+end
 local function reindex()
   local h = redis.call('HMGET', KEYS[1], 'runId', 'status', 'order', 'rootId', 'owner', 'leaseUntil',
-    'cancel', 'wake', 'waitUntil')
+    'cancel', 'wake', 'waitUntil', 'holder')
   local id, status, order = h[1], h[2], h[3]
   if not id then return end
+  if h[10] and not h[5] then
+    unhold(h[10], id)
+    redis.call('HDEL', KEYS[1], 'holder')
+  end
   for s, i in pairs(index_of) do
     if s == status then redis.call('ZADD', KEYS[i], order, id) else redis.call('ZREM', KEYS[i], id) end
   end
@@ -153,7 +177,7 @@ local function fence(allow)
 end
 local function settle(status)
   if ARGV[4] == '' or not terminal[status] then return end
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4], KEYS[${mailboxKey}]}) do
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[4], KEYS[${mailboxKey}], KEYS[${streamKey}]}) do
     redis.call('PEXPIRE', key, ARGV[4])
   end
 end

@@ -7,7 +7,8 @@ import { prelude } from './prelude.js';
  * A checkpoint older than the stored one is a statement that arrived late: refused. Writing the final status
  * the run already has again is a retry: it changes nothing.
  *
- * In the same write: the mailbox's consumed cursor rises to the seq given (the signals up to it leave the
+ * In the same write: the run's count of stalled attempts ends (`stalls`, absent for 0); the mailbox's consumed
+ * cursor rises to the seq given (the signals up to it leave the
  * mailbox, so a signal is consumed exactly when the state that acted on it is stored); a `waiting` status
  * stores its wait, and marks the run awake (`wake`) when a signal it waits for is already in the mailbox (one
  * that arrived before the run began to wait); any other status clears the wait. With `release` (a root run's
@@ -58,6 +59,7 @@ redis.call('HSET', KEYS[1], 'status', status, 'signature', ARGV[8], 'snapshot', 
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[10]) else redis.call('HDEL', KEYS[1], 'output') end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) else redis.call('HDEL', KEYS[1], 'error') end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', seq)
+redis.call('HDEL', KEYS[1], 'stalls')
 if ARGV[16] ~= '' then consume_signals(ARGV[16]) end
 clear_wait()
 if status == 'waiting' then

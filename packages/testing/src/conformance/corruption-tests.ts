@@ -24,6 +24,14 @@ interface Corruption {
   journal?(next: number, pending: string): JsonValue[];
 }
 
+/** A pending call of `tool` in the run's first trip, as the runtime stores one. */
+const toolCall = (tool: string, toolCallId: string, args: JsonValue): JsonValue => ({
+  type: 'perform',
+  id: `trip-0/tool/${toolCallId}`,
+  effect: { kind: 'tool', tool, toolCallId, args, trip: 0 },
+  idempotent: false,
+});
+
 const pendingId = (snapshot: Snapshot): string =>
   ((snapshot.pending as Array<{ id: string }> | null)?.[0]?.id ?? 'none') as string;
 
@@ -73,6 +81,30 @@ const corruptions: Corruption[] = [
     },
   },
   {
+    name: 'a pending tool call has arguments its tool cannot take',
+    snapshot: (s) => ({ ...s, pending: [toolCall('refund', 'c9', { id: 7 })] }),
+  },
+  {
+    name: 'a pending tool call names a tool the agent does not have',
+    snapshot: (s) => ({ ...s, pending: [toolCall('wire_money', 'c9', { order: 'r9' })] }),
+  },
+  {
+    name: 'a pending tool call is not one the conversation’s last answer asked for',
+    snapshot: (s) => ({ ...s, pending: [toolCall('refund', 'c-ghost', { order: 'r1' })] }),
+  },
+  {
+    name: 'snapshot names a journalSeq below the one its checkpoint was written with',
+    snapshot: (s) => ({ ...s, journalSeq: 1 }),
+  },
+  {
+    name: 'conversation was cut to its first three messages, its recorded length rewritten to match',
+    snapshot: (s) => {
+      const state = s.state as { messages: JsonValue[]; trips: number };
+      // A second trip settled too, so the conversation has more to lose.
+      return { ...s, state: { ...state, trips: 2, messages: state.messages.slice(0, 2) } };
+    },
+  },
+  {
     name: 'a journal row is of an unknown type',
     journal: (seq, effectId) => [{ seq, type: 'rumoured', effectId, at: 0 }],
   },
@@ -119,6 +151,23 @@ export function corruptionTests(ctx: ConformanceContext): void {
       expect(after.run.status).toBe('running');
       expect(after.run.snapshot).toEqual(corrupted.run.snapshot);
       expect(after.journal).toEqual(corrupted.journal);
+      // That run alone: one beside it is listed, claimed in the same batch and read as it was written.
+      const healthy = newRun({ name: 'refunder', status: 'queued' });
+      await store.create(healthy);
+      expect((await store.list()).map((run) => run.runId)).toEqual(
+        expect.arrayContaining([runId, healthy.runId]),
+      );
+      if (store.claim !== undefined) {
+        const claimed = await store.claim({
+          owner: 'beside',
+          ttlMs: longTtlMs,
+          limit: 10,
+          definitions: [{ kind: 'agent', name: 'refunder' }],
+        });
+        const lease = claimed.find((l) => l.runId === healthy.runId);
+        expect(lease?.claimed?.run.snapshot).toEqual(healthy.snapshot);
+        for (const other of claimed) await store.release(other);
+      }
     });
   }
 }

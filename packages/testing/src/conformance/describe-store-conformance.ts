@@ -3,12 +3,17 @@ import { useHarness } from './context.js';
 import type { StoreConformanceOptions, StoreHarnessFactory } from './harness.js';
 import { childTests } from './child-tests.js';
 import { corruptionTests } from './corruption-tests.js';
+import { decisionTests } from './decision-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
 import { receiptTests } from './receipt-tests.js';
 import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
+import { stallTests } from './stall-tests.js';
+import { streamTests } from './stream-tests.js';
+import { waitOrderTests } from './wait-order-tests.js';
+import { waitRecoveryTests } from './wait-recovery-tests.js';
 import { waitTests } from './wait-tests.js';
 import { workerTests } from './worker-tests.js';
 
@@ -32,6 +37,11 @@ export function describeStoreConformance(
     describe('hostile input', () => hostileInputTests(ctx));
     describe('conversation replay', () => replayTests(ctx));
     describe('waits and mailboxes', () => waitTests(ctx));
+    describe('decisions on held calls', () => decisionTests(ctx));
     describe('save receipts', () => receiptTests(ctx));
+    describe('stalled attempts', () => stallTests(ctx));
+    describe('runs that wait: signal order', () => waitOrderTests(ctx));
+    describe('runs that wait: recovery', () => waitRecoveryTests(ctx));
+    describe('stream logs', () => streamTests(ctx));
   });
 }

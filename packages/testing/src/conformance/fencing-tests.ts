@@ -103,8 +103,12 @@ export function fencingTests(ctx: ConformanceContext): void {
     );
     // A checkpoint sent again after an unknown outcome is the same checkpoint: it applies.
     await store.save(lease, checkpoint(2, { journalSeq: 4 }));
-    // Appends the checkpoint already accounts for are skipped.
-    await store.append(lease, entries(3, 4));
+    // An append the checkpoint already accounts for (a statement delivered late) is refused and changes nothing:
+    // reporting its marks written would lose a write-ahead mark made from a checkpoint that lied.
+    await expect(store.append(lease, entries(3, 4))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.append(lease, entries(4, 7))).rejects.toBeInstanceOf(LeaseLostError);
+    // One already appended since (a retry after an unknown outcome) is skipped.
+    await store.append(lease, entries(5, 6));
     const loaded = await store.load(init.runId);
     expect(loaded?.run.snapshot).toEqual({ step: 2 });
     expect(loaded?.journal).toEqual(entries(5, 6));

@@ -19,6 +19,12 @@ export interface StoreHarness {
    * (Postgres: its lock connection closes). Stores without sessions need not provide it.
    */
   crash?(store: DurableStore): Promise<void>;
+  /**
+   * Cuts the liveness connection of one store instance as a network blip would, leaving the process alive: the
+   * store opens another at its next keepalive and keeps its runs (Postgres: its lock connection's backend is
+   * terminated). Stores without sessions need not provide it.
+   */
+  blip?(store: DurableStore): Promise<void>;
   /** Frees everything the harness opened; called after each test. */
   close?(): Promise<void>;
 }

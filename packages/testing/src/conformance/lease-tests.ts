@@ -165,4 +165,24 @@ export function leaseTests(ctx: ConformanceContext, claimers: number): void {
     await b.append(readopted!, entries(2));
     expect((await b.load(child.runId))?.journal).toEqual(entries(1, 2));
   });
+
+  it('keeps a run with a holder whose liveness only blipped, from an explicit claim too: no take-over, no recovery', async () => {
+    const harness = ctx.harness();
+    if (harness.blip === undefined) return; // a store without sessions: only the lease tells liveness
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const init = newRun();
+    await a.create(init);
+    const lease = (await a.acquire(init.runId, { owner: 'a', ttlMs: longTtlMs }))!;
+    await harness.blip(a);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await b.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs })).toBeUndefined();
+    expect((await b.load(init.runId))!.run).toMatchObject({
+      owner: 'a',
+      epoch: lease.epoch,
+      recoveries: 0,
+    });
+    await a.renew(lease, longTtlMs);
+    await a.append(lease, entries(1));
+  });
 }

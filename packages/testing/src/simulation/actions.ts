@@ -1,4 +1,5 @@
 import { isCairnError } from '@cairn/sdk';
+import { clientCancel } from './client-cancel.js';
 import type { Random } from './random.js';
 import type { Schedule } from './schedule.js';
 
@@ -131,24 +132,6 @@ export function actions(s: Schedule): Action[] {
     });
   }
   return list;
-}
-
-/** What `client.cancel` does: flag it, and cancel it at once under a lease of its own when nobody holds it. */
-async function clientCancel(s: Schedule, runId: string): Promise<string> {
-  const store = s.client.store;
-  try {
-    if (!(await store.requestCancel(runId))) return 'finished';
-    const lease = await store.acquire(runId, { owner: 'client', ttlMs: 10_000 });
-    if (lease === undefined) return 'requested';
-    try {
-      await store.updateStatus(lease, { status: 'cancelled' });
-    } finally {
-      await store.release(lease);
-    }
-    return 'cancelled';
-  } catch (error) {
-    return isCairnError(error) ? error.code : String(error);
-  }
 }
 
 export function pickWeighted(random: Random, list: readonly Action[]): Action {

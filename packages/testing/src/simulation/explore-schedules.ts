@@ -25,7 +25,9 @@ export interface ExplorationReport {
  * one store, with effects settling in the order the seed picks, writes held on their way, crashes at
  * boundaries, hand-overs while effects run, holders frozen past their lease, lost lock sessions, cancels,
  * discards and restarts of the same run id, claims racing child adoption, and tool results no JSONB can
- * hold. A failure's seed replays the same decisions.
+ * hold; runs that hold calls for approval, sent signals of every kind at any point (decisions with right and
+ * wrong hashes through the client and raw, steers, follow-ups, other names, repeats, several racing), approval
+ * timeouts on the fake clock, and store outages across a wake-up. A failure's seed replays the same decisions.
  */
 export async function exploreSchedules(options: ExploreOptions): Promise<ExplorationReport> {
   const failures: ScheduleResult[] = [];

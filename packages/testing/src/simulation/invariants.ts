@@ -7,6 +7,7 @@ import {
   type Usage,
 } from '@cairn/sdk';
 import type { Ledger } from './ledger.js';
+import { endProblem, expectedOutput, isAgentKind } from './run-ends.js';
 import { nonIdempotentCalls, rootIdOf, usageOf, type SimKind, type SimWorld } from './sim-world.js';
 
 /** What the schedule did to one root run, as the checks need it. */
@@ -15,7 +16,7 @@ export interface RunFate {
   kind: SimKind;
   /** A holder of it crashed, froze past its lease or lost its lock session: in-flight calls may be unknown. */
   disrupted: boolean;
-  /** A client asked to cancel it: it ends cancelled, or completed if it finished first. */
+  /** A client asked to cancel it: it ends cancelled, or as it would have if it ended first. */
   cancelRequested: boolean;
   /** A client discarded it and it was not started again. */
   discarded: boolean;
@@ -48,6 +49,7 @@ export async function checkRuns(
   store: DurableStore,
   world: SimWorld,
   ledger: Ledger,
+  now: number,
 ): Promise<string[]> {
   const problems: string[] = [];
   // Invariants 2 and 3, over every generation: a call that is not idempotent happened at most once.
@@ -66,19 +68,16 @@ export async function checkRuns(
       continue;
     }
     const { run } = loaded;
-    const ended = fate.cancelRequested ? ['cancelled', 'completed'] : ['completed'];
-    if (!ended.includes(run.status)) {
-      problems.push(
-        `${fate.runId} ended ${run.status}, expected ${ended.join(' or ')} (invariant 10)`,
-      );
+    const ended = endProblem(fate, loaded, now);
+    if (ended !== undefined) {
+      problems.push(ended);
       continue;
     }
     if (run.status !== 'completed') continue;
     const state = (run.snapshot as unknown as { state: AgentState | PlannerState }).state;
-    const unknown =
-      fate.kind === 'booker'
-        ? agentUnknowns(fate.runId, state as AgentState)
-        : plannerUnknowns(fate.runId, state as PlannerState);
+    const unknown = isAgentKind(fate.kind)
+      ? agentUnknowns(fate.runId, state as AgentState)
+      : plannerUnknowns(fate.runId, state as PlannerState);
     for (const call of unknown) {
       if (!fate.disrupted) {
         problems.push(
@@ -95,7 +94,7 @@ export async function checkRuns(
     checkModelCalls(fate, world, problems);
     checkUsage(fate, state, problems);
     if (unknown.length === 0) {
-      const expected = fate.kind === 'booker' ? 'booked' : { notify: { found: 'notified' } };
+      const expected = expectedOutput(fate.kind, state);
       if (!isDeepStrictEqual(run.output, expected)) {
         problems.push(`${fate.runId} returned ${JSON.stringify(run.output)} (invariant 9)`);
       }
@@ -148,9 +147,9 @@ function checkModelCalls(fate: RunFate, world: SimWorld, problems: string[]): vo
 /** Usage is counted once per model answer the run used: its own and its children's. */
 function checkUsage(fate: RunFate, state: AgentState | PlannerState, problems: string[]): void {
   let expected: Usage;
-  if (fate.kind === 'booker') {
+  if (isAgentKind(fate.kind)) {
     const agent = state as AgentState;
-    expected = sum(Array.from({ length: agent.trips }, (_, turn) => usageOf('booker', turn)));
+    expected = sum(Array.from({ length: agent.trips }, (_, turn) => usageOf(fate.kind, turn)));
   } else {
     const planner = state as PlannerState;
     const turns = planner.conversation.filter((m) => m.role === 'assistant').length;
@@ -160,7 +159,7 @@ function checkUsage(fate: RunFate, state: AgentState | PlannerState, problems: s
         : Array.from({ length: entry.child.trips }, (_, turn) => usageOf('concierge', turn)),
     );
     expected = sum([
-      ...Array.from({ length: turns }, (_, turn) => usageOf('trip', turn)),
+      ...Array.from({ length: turns }, (_, turn) => usageOf(fate.kind, turn)),
       ...children,
     ]);
   }

@@ -10,10 +10,11 @@ import type { FakeClock } from '../fake-clock.js';
 import type { SimulationSpace } from './backend.js';
 import type { RunFate } from './invariants.js';
 import { Ledger } from './ledger.js';
+import { MailboxLedger } from './mailbox-ledger.js';
 import { seededRandom, type Random } from './random.js';
 import { Scheduler } from './scheduler.js';
 import { SimProcess } from './sim-process.js';
-import { nonIdempotentCalls, SimWorld, type SimKind } from './sim-world.js';
+import { nonIdempotentCalls, rootIdOf, SimWorld, type SimKind } from './sim-world.js';
 import { WriteDiscipline } from './write-discipline.js';
 
 /** Where every schedule's clock starts: log lines show the time since. */
@@ -24,12 +25,20 @@ export class Schedule {
   readonly log: string[] = [];
   readonly scheduler = new Scheduler();
   readonly ledger = new Ledger((line) => this.log.push(line));
+  /** Every signal the store accepted, with what the client saw before it sent it. */
+  readonly mailboxes = new MailboxLedger((text) => this.ledger.violation(text));
+  /** Signals composed so far: each gets a number its reason or text names. */
+  sent = 0;
+  /** The runs a client saw waiting when it last looked: where signals and outages are aimed. */
+  readonly seenWaiting = new Set<string>();
   readonly world: SimWorld;
   readonly processes: SimProcess[] = [];
   readonly fates = new Map<string, RunFate>();
   client!: SimProcess;
   private spawned = 0;
   private readonly crashArmed = new Set<SimProcess>();
+  /** What attempts threw that only a defect throws, reported once per run. */
+  private readonly thrown = new Set<string>();
   private readonly definitions = new Map<SimProcess, ReturnType<SimWorld['definitions']>>();
 
   constructor(
@@ -59,6 +68,10 @@ export class Schedule {
       holdWrites,
       this.holds,
     );
+    process.onWriteRefused = (runId) => {
+      const fate = this.fates.get(rootIdOf(runId));
+      if (fate !== undefined) fate.disrupted = true;
+    };
     if (name !== 'client') this.processes.push(process);
     this.note(`spawn ${name}`);
     return process;
@@ -82,11 +95,7 @@ export class Schedule {
   definition(process: SimProcess, kind: SimKind): DurableDefinition<unknown, string, unknown> {
     let defs = this.definitions.get(process);
     if (defs === undefined) this.definitions.set(process, (defs = this.world.definitions(process)));
-    return (kind === 'booker' ? defs.booker.definition : defs.trip.definition) as DurableDefinition<
-      unknown,
-      string,
-      unknown
-    >;
+    return defs[kind].definition as DurableDefinition<unknown, string, unknown>;
   }
 
   /** Starts an attempt of `process` at a root run, the way a worker performs a claimable run. */
@@ -124,6 +133,17 @@ export class Schedule {
     const done = attempt.then((outcome) => {
       process.attempts.delete(runId);
       this.note(`${process.name} ${runId}: ${outcome}`);
+      // A suspended attempt may have left settled results unwritten: the next holder reports them unknown.
+      if (outcome === 'RUN_SUSPENDED') this.fates.get(runId)!.disrupted = true;
+      // What only a defect throws: the runtime's own errors are typed.
+      const thrown = `${runId} ${outcome}`;
+      if (
+        /^(TypeError|RangeError|ReferenceError|SyntaxError)\b/.test(outcome) &&
+        !this.thrown.has(thrown)
+      ) {
+        this.thrown.add(thrown);
+        this.ledger.violation(`${process.name}'s attempt at ${runId} threw ${outcome}`);
+      }
     });
     process.attempts.set(runId, done);
     this.note(`${process.name} claims ${runId}`);

@@ -45,6 +45,13 @@ export class SimProcess {
    * with time (which a real store's clock, not the schedule's, measures).
    */
   wasCutOff = false;
+  /**
+   * Writes still to refuse, each with a retryable STORE_UNAVAILABLE, before any reaches the store: an outage
+   * that the process's reads (claims, loads, heartbeats) get through, as a failover's read-only moment does.
+   */
+  failingWrites = 0;
+  /** Told the run id of each write the outage refused: what the run then lost may be reported unknown. */
+  onWriteRefused: (runId: string) => void = () => undefined;
   /** The store as this process uses it: calls held while frozen, refused once dead, writes seen by the ledger. */
   readonly store: DurableStore;
   private thawed: Array<() => void> = [];
@@ -132,6 +139,13 @@ export class SimProcess {
     ): Promise<T> =>
       (async () => {
         await this.gate();
+        if (this.failingWrites > 0) {
+          this.failingWrites -= 1;
+          this.onWriteRefused(fence.runId);
+          throw new CairnError('STORE_UNAVAILABLE', `the store refused ${kind} ${fence.runId}`, {
+            retryable: true,
+          });
+        }
         if (this.random.chance(this.holdWrites)) {
           // The write is on its way: the schedule decides when it reaches the store.
           const { released } = this.scheduler.hold('write', this.name, `${kind} ${fence.runId}`);

@@ -9,9 +9,11 @@ import {
   type ModelRequest,
   type ModelResponse,
   type Planner,
+  type Tool,
   type Usage,
 } from '@cairn/sdk';
 import { z } from 'zod';
+import { approvalDefinitions, type ApprovalDefinitions } from './approval-world.js';
 import type { Random } from './random.js';
 import type { Scheduler } from './scheduler.js';
 
@@ -22,8 +24,11 @@ export interface EffectOwner {
   readonly dead: boolean;
 }
 
-/** The agent and planner kinds the schedules run. */
-export type SimKind = 'booker' | 'trip';
+/** The agent and planner kinds the schedules run: `clerk` and `itinerary` hold calls for approval. */
+export type SimKind = 'booker' | 'trip' | 'clerk' | 'itinerary';
+
+/** The simulated models, by the definition they answer for. */
+export type SimModel = 'booker' | 'trip' | 'concierge' | 'clerk' | 'itinerary';
 
 /** The calls of the simulated world that are not idempotent: each may happen at most once. */
 export const nonIdempotentCalls: ReadonlySet<string> = new Set([
@@ -34,11 +39,16 @@ export const nonIdempotentCalls: ReadonlySet<string> = new Set([
   'deposit',
   'h1',
   'h2',
+  // Held for approval (see approval-world.ts).
+  'rf1',
+  'rf2',
+  'ticket',
+  'seat',
 ]);
 
 /** Usage of each model answer, by definition and turn: what a run must count once per turn. */
-export function usageOf(model: 'booker' | 'trip' | 'concierge', turn: number): Usage {
-  const base = { booker: 10, trip: 50, concierge: 7 }[model];
+export function usageOf(model: SimModel, turn: number): Usage {
+  const base = { booker: 10, trip: 50, concierge: 7, clerk: 3, itinerary: 20 }[model];
   const inputTokens = base * (turn + 1);
   const outputTokens = turn + 1;
   return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
@@ -68,6 +78,8 @@ const turnOf = (request: ModelRequest) =>
 export class SimWorld {
   /** Side effects per `${runId}@${generation}/${call}`. */
   readonly sideEffects = new Map<string, number>();
+  /** The `value` argument of every tool call that happened, per `${runId}@${generation}/${call}`. */
+  readonly executions = new Map<string, string[]>();
   /** Model calls that returned, per `${runId}@${generation}/turn-${turn}`. */
   readonly modelCalls = new Map<string, number>();
   /** Tool results the schedule poisons (a lone surrogate, NUL), per `${runId}/${call}`. */
@@ -104,7 +116,12 @@ export class SimWorld {
 
   /** The input a root run is started with. */
   inputOf(kind: SimKind, runId: string): string {
-    return kind === 'booker' ? `order for ${runId}` : `a trip for ${runId}`;
+    return {
+      booker: 'order for',
+      trip: 'a trip for',
+      clerk: 'a refund for',
+      itinerary: 'a route for',
+    }[kind].concat(` ${runId}`);
   }
 
   /** The definitions, bound to the process that performs them (their calls are that process's). */
@@ -112,29 +129,10 @@ export class SimWorld {
     booker: Agent<string>;
     trip: Planner;
     concierge: Agent<string>;
-  } {
-    const tool = (name: string, idempotent: boolean, result: (value: string) => object) =>
-      defineTool({
-        name,
-        description: `The simulated ${name} tool.`,
-        input: z.object({ value: z.string() }),
-        idempotent,
-        // The schedule moves the clock by whole lease periods while a tool is held, so the 60 s default would
-        // abandon tools the invariants expect to settle; tool timeouts have tests of their own
-        // (sdk/test/tool-timeout.test.ts) and are not a simulated fault yet.
-        timeoutMs: 2 ** 31 - 1,
-        execute: async ({ value }, ctx) => {
-          // Counted for the generation the call started in, whenever it happens.
-          const key = this.keyOf(ctx.runId, ctx.toolCallId);
-          await this.happen(owner, `tool ${name} ${ctx.runId}/${ctx.toolCallId}`, ctx.signal);
-          this.sideEffects.set(key, (this.sideEffects.get(key) ?? 0) + 1);
-          const poisoned = this.poison.get(`${ctx.runId}/${ctx.toolCallId}`) ?? '';
-          return result(`${value}${poisoned}`);
-        },
-      });
-    const pay = tool('pay', false, (value) => ({ paid: value }));
-    const lookup = tool('lookup', true, (value) => ({ found: value }));
-    const book = tool('book_hotel', false, (value) => ({ booked: value }));
+  } & ApprovalDefinitions {
+    const pay = this.tool(owner, 'pay', false, (value) => ({ paid: value }));
+    const lookup = this.tool(owner, 'lookup', true, (value) => ({ found: value }));
+    const book = this.tool(owner, 'book_hotel', false, (value) => ({ booked: value }));
     const booker = defineAgent({
       name: 'booker',
       model: this.model(owner, 'booker', (turn) =>
@@ -203,13 +201,44 @@ export class SimWorld {
       maxParallel: 3,
       maxReplans: 3,
     });
-    return { booker, trip, concierge };
+    return { booker, trip, concierge, ...approvalDefinitions(this, owner) };
+  }
+
+  /**
+   * A tool of `{ value }` whose every call waits for the scheduler, then counts its side effect (and the value
+   * it ran with) for the generation the call started in.
+   */
+  tool(
+    owner: EffectOwner,
+    name: string,
+    idempotent: boolean,
+    result: (value: string) => object,
+  ): Tool<{ value: string }, object> {
+    return defineTool({
+      name,
+      description: `The simulated ${name} tool.`,
+      input: z.object({ value: z.string() }),
+      idempotent,
+      // The schedule moves the clock by whole lease periods while a tool is held, so the 60 s default would
+      // abandon tools the invariants expect to settle; tool timeouts have tests of their own
+      // (sdk/test/tool-timeout.test.ts) and are not a simulated fault yet.
+      timeoutMs: 2 ** 31 - 1,
+      execute: async ({ value }, ctx) => {
+        // Counted for the generation the call started in, whenever it happens.
+        const key = this.keyOf(ctx.runId, ctx.toolCallId);
+        await this.happen(owner, `tool ${name} ${ctx.runId}/${ctx.toolCallId}`, ctx.signal);
+        this.sideEffects.set(key, (this.sideEffects.get(key) ?? 0) + 1);
+        this.executions.set(key, [...(this.executions.get(key) ?? []), value]);
+        const poisoned = this.poison.get(`${ctx.runId}/${ctx.toolCallId}`) ?? '';
+        return result(`${value}${poisoned}`);
+      },
+    });
   }
 
   /** A model that answers by turn, each call waiting for the scheduler; the run id is read from its input. */
-  private model(
+  model(
     owner: EffectOwner,
-    name: 'booker' | 'trip' | 'concierge',
+    name: SimModel,
     answer: (
       turn: number,
       rootRunId: string,

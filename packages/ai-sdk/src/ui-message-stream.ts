@@ -1,0 +1,250 @@
+import type { StreamChunk } from '@cairn/sdk';
+
+/**
+ * A chunk of the AI SDK's UI message stream (protocol v1, what `useChat` reads): `start`, `text-start`,
+ * `text-delta`, `tool-input-start`, `finish`, `data-*` and the rest, as JSON.
+ */
+export interface UIMessageChunk {
+  [key: string]: unknown;
+  type: string;
+}
+
+/** The data part a `superseded` marker becomes: the UI drops the parts it names. */
+export interface SupersededData {
+  /** The run's unit (a model call) whose earlier chunks no longer count. */
+  unit: string;
+  /** The ids of the text and reasoning parts, and the tool call ids, a client shows for them and drops. */
+  partIds: string[];
+  toolCallIds: string[];
+  /** The stream positions that no longer count. */
+  positions: number[];
+}
+
+type OpenPart = { kind: 'text' | 'reasoning'; id: string };
+
+/**
+ * Turns a run's stream chunks, in position order, into UI message chunks. Each unit's text and reasoning
+ * become parts with ids of their own; a part ends when its unit says something of another kind or another
+ * unit speaks; a `superseded` marker ends its unit's parts and becomes a `data-cairn-superseded` part naming
+ * what the client drops. Resuming: chunks up to the reader's last position are taken in without output, then
+ * `resume` re-sends the start of every part still open, so the client's state machine stays valid.
+ */
+export class UIMessageMapper {
+  private readonly open = new Map<string, OpenPart>();
+  private readonly shown = new Map<
+    string,
+    { partIds: string[]; toolCallIds: string[]; positions: number[] }
+  >();
+  private parts = 0;
+  /** Tool calls whose input started (and was not superseded), by id: their deltas are passed on. */
+  private readonly tools = new Map<string, { unit: string; toolName: string }>();
+  /** The unit that spoke last: its tool calls may still get input. */
+  private lastUnit: string | undefined;
+
+  /** The UI chunks of one stream chunk. */
+  map(chunk: StreamChunk): UIMessageChunk[] {
+    const { unit, part, position } = chunk;
+    const out: UIMessageChunk[] = [];
+    const shown = this.shownOf(unit);
+    if (part.type === 'superseded') {
+      out.push(...this.end(unit));
+      this.shown.delete(unit);
+      for (const [id, tool] of this.tools) if (tool.unit === unit) this.tools.delete(id);
+      const data: SupersededData = { unit, ...shown };
+      out.push({ type: 'data-cairn-superseded', id: `superseded-${position}`, data });
+      return out;
+    }
+    // A tool call's input with no start (one the runtime dropped) would break the client's state machine.
+    if (part.type === 'tool-input' && !this.tools.has(part.toolCallId)) return out;
+    // Units speak one at a time: another unit's open part ends here.
+    for (const other of [...this.open.keys()]) if (other !== unit) out.push(...this.end(other));
+    this.lastUnit = unit;
+    shown.positions.push(position);
+    if (part.type === 'text' || part.type === 'reasoning') {
+      let open = this.open.get(unit);
+      if (open?.kind !== part.type) {
+        out.push(...this.end(unit));
+        open = { kind: part.type, id: `${unit}#${(this.parts += 1)}` };
+        this.open.set(unit, open);
+        shown.partIds.push(open.id);
+        out.push(partStart(open));
+      }
+      out.push({ type: `${part.type}-delta`, id: open.id, delta: part.text });
+      return out;
+    }
+    out.push(...this.end(unit));
+    if (part.type === 'tool-input-start') {
+      shown.toolCallIds.push(part.toolCallId);
+      this.tools.set(part.toolCallId, { unit, toolName: part.toolName });
+      out.push({ type: 'tool-input-start', toolCallId: part.toolCallId, toolName: part.toolName });
+    } else {
+      out.push({
+        type: 'tool-input-delta',
+        toolCallId: part.toolCallId,
+        inputTextDelta: part.delta,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * The starts of the parts open now, and of the tool calls of the unit that spoke last (whose input may still
+   * come): what a reader resuming mid-part is sent first. A tool call's start again updates its part in place.
+   */
+  resume(): UIMessageChunk[] {
+    const tools = [...this.tools]
+      .filter(([, tool]) => tool.unit === this.lastUnit)
+      .map(([toolCallId, { toolName }]) => ({ type: 'tool-input-start', toolCallId, toolName }));
+    return [...tools, ...[...this.open.values()].map(partStart)];
+  }
+
+  /** Ends every open part: the stream ends. */
+  finish(): UIMessageChunk[] {
+    return [...this.open.keys()].flatMap((unit) => this.end(unit));
+  }
+
+  private end(unit: string): UIMessageChunk[] {
+    const open = this.open.get(unit);
+    if (open === undefined) return [];
+    this.open.delete(unit);
+    return [{ type: `${open.kind}-end`, id: open.id }];
+  }
+
+  private shownOf(unit: string) {
+    let shown = this.shown.get(unit);
+    if (shown === undefined) {
+      shown = { partIds: [], toolCallIds: [], positions: [] };
+      this.shown.set(unit, shown);
+    }
+    return shown;
+  }
+}
+
+/**
+ * A part's start, its id kept in the part's `providerMetadata` (the AI SDK keeps it on the message's part), so a
+ * client can tell which parts a `data-cairn-superseded` part names.
+ */
+function partStart({ kind, id }: OpenPart): UIMessageChunk {
+  return { type: `${kind}-start`, id, providerMetadata: { cairn: { partId: id } } };
+}
+
+/** A part of an AI SDK `UIMessage`, as far as `visibleParts` reads it. */
+interface MessagePart {
+  type: string;
+  providerMetadata?: unknown;
+  toolCallId?: unknown;
+  data?: unknown;
+}
+
+/**
+ * The parts of a `useChat` message a person should see: without the text, reasoning and tool calls a crash
+ * superseded (named by the message's `data-cairn-superseded` parts), and without those data parts. Render
+ * `visibleParts(message)` instead of `message.parts`.
+ */
+export function visibleParts<Part extends MessagePart>(message: {
+  parts: readonly Part[];
+}): Part[] {
+  const partIds = new Set<string>();
+  const toolCallIds = new Set<string>();
+  for (const part of message.parts) {
+    if (part.type !== 'data-cairn-superseded') continue;
+    const data = part.data as Partial<SupersededData> | undefined;
+    for (const id of data?.partIds ?? []) partIds.add(id);
+    for (const id of data?.toolCallIds ?? []) toolCallIds.add(id);
+  }
+  return message.parts.filter((part) => {
+    if (part.type === 'data-cairn-superseded') return false;
+    const cairn = (part.providerMetadata as { cairn?: { partId?: unknown } } | undefined)?.cairn;
+    if (typeof cairn?.partId === 'string' && partIds.has(cairn.partId)) return false;
+    return !(typeof part.toolCallId === 'string' && toolCallIds.has(part.toolCallId));
+  });
+}
+
+/** Options of `uiMessageStreamResponse`. */
+export interface UIMessageStreamOptions {
+  /**
+   * The last position the reader saw: its `Last-Event-ID` (taken from `request` when not given). Chunks up to
+   * it are not sent again. @defaultValue none: from the first
+   */
+  lastEventId?: string | null;
+  /** The request being answered: its `Last-Event-ID` header is honoured, and its abort stops reading. */
+  request?: Request;
+  /** The assistant message's id in the `start` chunk (the run's id is a good one). */
+  messageId?: string;
+  /** More response headers. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * A `Response` streaming a run to `useChat` as the AI SDK's UI message stream over server-sent events: `read`
+ * gives the run's chunks from a position on, stopping when its signal aborts (the reader went away):
+ * `(after, signal) => client.stream(runId, { after, signal })`. Each event's `id`
+ * is the stream position, so a browser's reconnect (or `useChat`'s resume) continues where it was. It ends
+ * with `finish` when the run ends or waits.
+ */
+export function uiMessageStreamResponse(
+  read: (after: number, signal: AbortSignal) => AsyncIterable<StreamChunk>,
+  options: UIMessageStreamOptions = {},
+): Response {
+  const raw = options.lastEventId ?? options.request?.headers.get('last-event-id') ?? null;
+  const after = raw !== null && /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : 0;
+  const encoder = new TextEncoder();
+  const event = (chunk: UIMessageChunk | '[DONE]', id?: number) =>
+    encoder.encode(
+      `${id === undefined ? '' : `id: ${id}\n`}data: ${chunk === '[DONE]' ? chunk : JSON.stringify(chunk)}\n\n`,
+    );
+  const stop = new AbortController();
+  options.request?.signal.addEventListener('abort', () => stop.abort(), { once: true });
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const mapper = new UIMessageMapper();
+      const send = (chunks: UIMessageChunk[], id?: number) =>
+        chunks.forEach((chunk, i) =>
+          controller.enqueue(event(chunk, i === chunks.length - 1 ? id : undefined)),
+        );
+      send([
+        {
+          type: 'start',
+          ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
+        },
+      ]);
+      try {
+        // From the first chunk, so a reader resuming mid-part gets that part's start again.
+        let resumed = after === 0;
+        for await (const chunk of read(0, stop.signal)) {
+          if (stop.signal.aborted) break;
+          if (chunk.position > after && !resumed) {
+            resumed = true;
+            send(mapper.resume());
+          }
+          const mapped = mapper.map(chunk);
+          if (chunk.position > after) send(mapped, chunk.position);
+        }
+        // Nothing came after the reader's position: the parts it has open are started again, so their ends fit.
+        if (!resumed) send(mapper.resume());
+        send([...mapper.finish(), { type: 'finish' }]);
+        controller.enqueue(event('[DONE]'));
+      } catch (error) {
+        send([
+          { type: 'error', errorText: error instanceof Error ? error.message : String(error) },
+        ]);
+      } finally {
+        controller.close();
+      }
+    },
+    cancel() {
+      stop.abort();
+    },
+  });
+  return new Response(body, {
+    headers: {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-vercel-ai-ui-message-stream': 'v1',
+      // Proxies that buffer (nginx) would hold the tokens back.
+      'x-accel-buffering': 'no',
+      ...options.headers,
+    },
+  });
+}

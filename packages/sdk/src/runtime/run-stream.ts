@@ -1,0 +1,325 @@
+import type { Clock, TimerHandle } from '../clock.js';
+import { CairnError, isCairnError, RunSuspendedError } from '../errors.js';
+import type { ModelStreamPart } from '../model.js';
+import {
+  maxStreamName,
+  maxStreamText,
+  type StreamChunk,
+  type StreamPart,
+  type StreamStore,
+} from '../store/stream.js';
+import type { DurableStore } from '../store/contract.js';
+import type { Attempt } from './attempt.js';
+import { retryStoreCall, type StoreRetryPolicy } from './run-writer.js';
+
+/** How a run's stream is written: deltas are held briefly and appended together. */
+export interface StreamOptions {
+  /** How long a delta is held before it is appended with those that came after it. @defaultValue 40 */
+  coalesceMs?: number;
+  /** Characters held at which they are appended at once, however young. @defaultValue 400 */
+  coalesceChars?: number;
+}
+
+/**
+ * The stream an attempt writes, when its run streams (`stream` set) and its store keeps streams; otherwise
+ * none, and models are asked for whole answers.
+ */
+export function openRunStream(
+  options: {
+    store: DurableStore;
+    clock: Clock;
+    storeRetry: StoreRetryPolicy;
+    stream?: boolean | StreamOptions;
+  },
+  attempt: Attempt,
+): RunStream | undefined {
+  const { store, stream } = options;
+  if (stream === undefined || stream === false) return undefined;
+  if (store.appendStream === undefined || store.streamPosition === undefined) return undefined;
+  const streams: StreamWriting = {
+    appendStream: store.appendStream.bind(store),
+    streamPosition: store.streamPosition.bind(store),
+  };
+  return new RunStream(
+    streams,
+    attempt,
+    options.clock,
+    options.storeRetry,
+    stream === true ? {} : stream,
+  );
+}
+
+/** Where one try of an effect says what it says: `write` until `close`, after which it is ignored. */
+export interface StreamSink {
+  write(part: ModelStreamPart): void;
+  close(): void;
+}
+
+/** What an attempt needs of a store to write its stream. */
+type StreamWriting = Pick<StreamStore, 'appendStream' | 'streamPosition'>;
+
+interface Held {
+  unit: string;
+  part: StreamPart;
+  at: number;
+}
+
+/**
+ * What one attempt appends to its run's stream log. Deltas are coalesced (by time or size) and appended in
+ * order under the attempt's fence, one append at a time, each retried with the same positions after an
+ * unknown outcome (the store skips what landed). The first append learns the run's highest position: when an
+ * earlier attempt streamed, each unit this attempt streams starts with a `superseded` marker, since a unit is
+ * streamed again only when its call is made again (a settled call is reused, never re-run); a retry within the
+ * attempt starts with one too. `flush` is awaited before an effect's outcome is journaled, so every settled
+ * answer's deltas are in the log before anything builds on it.
+ */
+export class RunStream {
+  private held: Held[] = [];
+  private heldChars = 0;
+  private timer: TimerHandle | undefined;
+  private sending: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
+  /** The highest position stored, once the first append learned it. */
+  private highest: number | undefined;
+  /** An earlier attempt streamed: units this one streams supersede what they said before. */
+  private streamedBefore = false;
+  private readonly marked = new Set<string>();
+  /** Units this attempt appended something of. */
+  private readonly saidUnits = new Set<string>();
+  private closed = false;
+  /** A store refused a chunk for good: the attempt goes on without streaming. */
+  private disabled = false;
+  private readonly coalesceMs: number;
+  private readonly coalesceChars: number;
+
+  constructor(
+    private readonly store: StreamWriting,
+    private readonly attempt: Attempt,
+    private readonly clock: Clock,
+    private readonly retry: StoreRetryPolicy,
+    options: StreamOptions = {},
+  ) {
+    this.coalesceMs = options.coalesceMs ?? 40;
+    this.coalesceChars = options.coalesceChars ?? 400;
+  }
+
+  /**
+   * A sink for one try of `unit`. A try after the first begins by superseding what the earlier ones said; a try
+   * that says nothing ends with a marker, so what an earlier attempt said of the unit is superseded all the same
+   * (dropped when nothing was streamed before this attempt).
+   */
+  open(unit: string, try_: number): StreamSink {
+    let open = true;
+    let said = false;
+    if (try_ > 1) this.hold(unit, { type: 'superseded' });
+    return {
+      write: (part) => {
+        if (!open || this.failure !== undefined || this.closed) return;
+        said = true;
+        // The common delta, a short text, is held as it is; anything else is checked and split first.
+        if (part?.type === 'text' || part?.type === 'reasoning') {
+          const { type, text } = part;
+          if (typeof text === 'string' && text.length <= maxStreamText) {
+            if (text.length > 0) this.holdText(unit, type, text);
+            return;
+          }
+        }
+        for (const kept of fitted(part)) this.hold(unit, kept);
+      },
+      close: () => {
+        if (open && !said && !this.saidUnits.has(unit)) this.hold(unit, { type: 'superseded' });
+        open = false;
+      },
+    };
+  }
+
+  /** Appends everything held, and waits for every append so far: throws what made one fail for good. */
+  async flush(): Promise<void> {
+    this.send();
+    await this.sending;
+    if (this.failure !== undefined) throw this.failure.error;
+  }
+
+  /**
+   * The attempt ended: nothing held or queued is appended any more, and the append in flight is waited for, so
+   * that none reaches the store after the attempt's last write (where a refusal would read as a lost lease).
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.held = [];
+    await this.sending;
+  }
+
+  /** Holds a text delta, appended to the held one it continues: no new chunk per token. */
+  private holdText(unit: string, type: 'text' | 'reasoning', text: string): void {
+    const last = this.held[this.held.length - 1];
+    const part = last?.unit === unit ? last.part : undefined;
+    if (part?.type === type && part.text.length + text.length <= maxStreamText) {
+      // Held parts are this stream's own until they are sent: extended in place.
+      part.text += text;
+      this.heldChars += text.length;
+      if (this.heldChars >= this.coalesceChars) this.send();
+      return;
+    }
+    this.hold(unit, { type, text });
+  }
+
+  private hold(unit: string, part: StreamPart): void {
+    const last = this.held.at(-1);
+    const merged = last?.unit === unit ? mergeParts(last.part, part) : undefined;
+    if (merged !== undefined) last!.part = merged;
+    else this.held.push({ unit, part, at: this.clock.now() });
+    this.heldChars += partChars(part);
+    if (this.heldChars >= this.coalesceChars) this.send();
+    else this.timer ??= this.clock.setTimer(this.coalesceMs, () => this.send());
+  }
+
+  /** Queues an append of everything held. */
+  private send(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (this.held.length === 0) return;
+    const batch = this.held;
+    this.held = [];
+    this.heldChars = 0;
+    this.sending = this.sending.then(async () => {
+      if (this.failure !== undefined || this.closed || this.disabled) return;
+      try {
+        await this.append(batch);
+      } catch (error) {
+        // A refusal no retry changes (a chunk the store will not take) costs the stream, not the run: the
+        // attempt goes on unstreamed. A lost lease, or a store that stays down, stops it as any write would.
+        const cause = error instanceof RunSuspendedError ? error.cause : undefined;
+        if (isCairnError(cause) && !cause.retryable) this.disabled = true;
+        else this.failure = { error };
+      }
+    });
+  }
+
+  private async append(batch: readonly Held[]): Promise<void> {
+    const call = <T>(write: () => Promise<T>) =>
+      retryStoreCall(write, this.attempt, this.clock, this.retry);
+    if (this.highest === undefined) {
+      this.highest = await call(() => this.store.streamPosition(this.attempt.runId));
+      this.streamedBefore = this.highest > 0;
+    }
+    const chunks: StreamChunk[] = [];
+    let position = this.highest;
+    for (const { unit, part, at } of batch) {
+      if (part.type === 'superseded') {
+        // Nothing of the unit can be in the log: no marker needed.
+        if (!this.streamedBefore && !this.saidUnits.has(unit)) continue;
+        this.marked.add(unit);
+      } else if (this.streamedBefore && !this.marked.has(unit)) {
+        this.marked.add(unit);
+        chunks.push({ position: (position += 1), unit, part: { type: 'superseded' }, at });
+      }
+      chunks.push({ position: (position += 1), unit, part, at });
+    }
+    if (chunks.length === 0) return;
+    await call(() => this.store.appendStream(this.attempt.fence, chunks));
+    this.highest = position;
+    for (const chunk of chunks)
+      if (chunk.part.type !== 'superseded') this.saidUnits.add(chunk.unit);
+  }
+}
+
+/** Two deltas of one unit appended as one chunk, when they continue each other. */
+function mergeParts(held: StreamPart, next: StreamPart): StreamPart | undefined {
+  if (
+    (held.type === 'text' && next.type === 'text') ||
+    (held.type === 'reasoning' && next.type === 'reasoning')
+  ) {
+    const text = held.text + next.text;
+    return text.length <= maxStreamText ? { type: held.type, text } : undefined;
+  }
+  if (
+    held.type === 'tool-input' &&
+    next.type === 'tool-input' &&
+    held.toolCallId === next.toolCallId
+  ) {
+    const delta = held.delta + next.delta;
+    return delta.length <= maxStreamText ? { ...held, delta } : undefined;
+  }
+  return undefined;
+}
+
+function partChars(part: StreamPart): number {
+  if (part.type === 'text' || part.type === 'reasoning') return part.text.length;
+  if (part.type === 'tool-input') return part.delta.length;
+  return 0;
+}
+
+/** A text cut into pieces a chunk holds. */
+function pieces(text: string): string[] {
+  const cut: string[] = [];
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(text.length, at + maxStreamText);
+    // Never between the two halves of a character outside the BMP (an emoji): each chunk is valid text.
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+    cut.push(text.slice(at, end));
+    at = end;
+  }
+  return cut;
+}
+
+/**
+ * Checks `stream` options where they are given (a worker's, a definition's), so a bad value is a typed error
+ * at once, not a run that fails later.
+ */
+export function checkStreamOptions(stream: boolean | StreamOptions | undefined): void {
+  if (stream === undefined || typeof stream === 'boolean') return;
+  const { coalesceMs, coalesceChars } = stream;
+  if (coalesceMs !== undefined && !(Number.isFinite(coalesceMs) && coalesceMs >= 0)) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `stream.coalesceMs must be a number of ms from 0, not ${coalesceMs}.`,
+    );
+  }
+  if (coalesceChars !== undefined && !(Number.isSafeInteger(coalesceChars) && coalesceChars >= 1)) {
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      `stream.coalesceChars must be a whole number from 1, not ${coalesceChars}.`,
+    );
+  }
+}
+
+const isStreamName = (value: unknown): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= maxStreamName;
+
+/**
+ * A model's delta as the log keeps it: a text longer than a chunk holds is split, and one that is not a
+ * delta at all (a model adapter's bug) is dropped, so a stream never refuses what the run goes on without.
+ */
+function fitted(part: ModelStreamPart): StreamPart[] {
+  switch ((part as { type?: unknown } | null)?.type) {
+    case 'text':
+    case 'reasoning': {
+      const { type, text } = part as { type: 'text' | 'reasoning'; text: unknown };
+      return typeof text === 'string' ? pieces(text).map((piece) => ({ type, text: piece })) : [];
+    }
+    case 'tool-input-start': {
+      const { toolCallId, toolName } = part as { toolCallId: unknown; toolName: unknown };
+      return isStreamName(toolCallId) && isStreamName(toolName)
+        ? [
+            {
+              type: 'tool-input-start',
+              toolCallId: toolCallId as string,
+              toolName: toolName as string,
+            },
+          ]
+        : [];
+    }
+    case 'tool-input': {
+      const { toolCallId, delta } = part as { toolCallId: unknown; delta: unknown };
+      if (!isStreamName(toolCallId) || typeof delta !== 'string') return [];
+      const id = toolCallId as string;
+      return pieces(delta).map((piece) => ({ type: 'tool-input', toolCallId: id, delta: piece }));
+    }
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,227 @@
+import {
+  CairnError,
+  defineAgent,
+  defineTool,
+  foldStream,
+  memoryStore,
+  type DurableStore,
+  type StreamChunk,
+} from '@cairn/sdk';
+import { createFakeClock, scriptedModel } from '@cairn/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { countingTool } from './helpers.js';
+
+const answer = 'The order 42 was refunded in full; the money reaches the card within five days.';
+const turns = [
+  { toolCalls: [{ id: 'look', name: 'lookup', args: { value: '42' } }] },
+  { text: answer },
+];
+
+const chunksOf = (store: DurableStore, runId: string) =>
+  store.readStream!(runId, { limit: 10_000 });
+const positions = (chunks: readonly StreamChunk[]) => chunks.map((chunk) => chunk.position);
+
+/** Waits (in real time: the appends are real promises) until `ready` holds. */
+async function until(ready: () => Promise<boolean> | boolean): Promise<void> {
+  for (let i = 0; i < 2_000; i += 1) {
+    if (await ready()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error('never ready');
+}
+
+describe('a run that streams', () => {
+  it('writes what its model says as it says it, coalesced, and the log folds to the answer it journaled', async () => {
+    const store = memoryStore();
+    const lookup = countingTool('lookup');
+    const model = scriptedModel(turns, { streamPieces: 3 });
+    const agent = defineAgent({
+      name: 'talker',
+      model,
+      tools: [lookup.tool],
+      durable: { store, stream: { coalesceChars: 20 } },
+    });
+    const { output } = await agent.execute('refund 42', { runId: 'r' });
+    expect(output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(positions(chunks)).toEqual(chunks.map((_, i) => i + 1));
+    // The first trip said which tool it calls, with its input; the second said the answer, in a few chunks.
+    expect(chunks.filter((c) => c.unit === 'trip-0/model').map((c) => c.part)).toEqual([
+      { type: 'tool-input-start', toolCallId: 'look', toolName: 'lookup' },
+      { type: 'tool-input', toolCallId: 'look', delta: '{"value":"42"}' },
+    ]);
+    const texts = chunks.filter((c) => c.unit === 'trip-1/model');
+    expect(texts.length).toBeGreaterThan(2);
+    expect(texts.length).toBeLessThan(Math.ceil(answer.length / 3));
+    expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [] });
+  });
+
+  it('streams the whole answer of a model that cannot stream, and nothing when the run does not stream', async () => {
+    const store = memoryStore();
+    const plain = scriptedModel([{ text: answer }]);
+    expect(plain.stream).toBeUndefined();
+    await defineAgent({ name: 'a', model: plain, durable: { store, stream: true } }).execute('go', {
+      runId: 'whole',
+    });
+    expect((await chunksOf(store, 'whole')).map((c) => c.part)).toEqual([
+      { type: 'text', text: answer },
+    ]);
+    const quiet = scriptedModel([{ text: answer }], { streamPieces: 3 });
+    await defineAgent({ name: 'b', model: quiet, durable: { store } }).execute('go', {
+      runId: 'quiet',
+    });
+    expect(await chunksOf(store, 'quiet')).toEqual([]);
+    expect(await store.streamPosition!('quiet')).toBe(0);
+  });
+
+  it('supersedes what a holder that lost its lease said, which appends nothing more, and ends with the new holder’s answer', async () => {
+    const storeClock = createFakeClock();
+    const store = memoryStore({ clock: storeClock });
+    const frozen = createFakeClock(); // the first holder's heartbeat never fires: it loses its lease
+    let reached: () => void = () => undefined;
+    const atPiece = new Promise<void>((resolve) => (reached = resolve));
+    let go: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (go = resolve));
+    const first = defineAgent({
+      name: 'talker',
+      model: scriptedModel([{ text: answer }], {
+        streamPieces: 4,
+        onPiece: async ({ index }) => {
+          if (index !== 6) return;
+          reached();
+          await gate;
+        },
+      }),
+      durable: { store, clock: frozen, leaseMs: 1_000, owner: 'one', stream: { coalesceChars: 8 } },
+    });
+    const second = defineAgent({
+      name: 'talker',
+      model: scriptedModel([{ text: answer }], { streamPieces: 5 }),
+      durable: {
+        store,
+        clock: storeClock,
+        leaseMs: 1_000,
+        owner: 'two',
+        stream: { coalesceChars: 8 },
+      },
+    });
+    const holding = first.execute('go', { runId: 'r' });
+    await atPiece;
+    // Six pieces of four characters, appended two at a time.
+    await until(async () => (await store.streamPosition!('r')) === 3);
+    await storeClock.advance(1_001);
+    const { output } = await second.resume('r');
+    expect(output).toBe(answer);
+    const before = await chunksOf(store, 'r');
+    go(); // the old holder's model goes on talking: nothing it says is kept
+    await expect(holding).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(await chunksOf(store, 'r')).toEqual(before);
+    // The new holder's first chunk supersedes the three the old one wrote; the rest is its answer.
+    expect(before[3]).toMatchObject({
+      position: 4,
+      unit: 'trip-0/model',
+      part: { type: 'superseded' },
+    });
+    expect(positions(before)).toEqual(before.map((_, i) => i + 1));
+    expect(foldStream(before)).toMatchObject({ text: answer, superseded: [1, 2, 3] });
+    expect(foldStream(before.slice(0, 3)).text).toBe(answer.slice(0, 24));
+  });
+
+  it('supersedes what a failed try said when the call is tried again', async () => {
+    const store = memoryStore();
+    let calls = 0;
+    const model = scriptedModel([{ text: answer }], {
+      streamPieces: 10,
+      onPiece: ({ index }) => {
+        if (index === 2 && (calls += 1) === 1) {
+          throw new CairnError('MODEL_FAILED', 'the provider dropped the stream', {
+            retryable: true,
+          });
+        }
+      },
+    });
+    const agent = defineAgent({
+      name: 'retrying',
+      model,
+      modelRetry: { maxAttempts: 2, initialDelayMs: 1 },
+      durable: { store, stream: { coalesceChars: 1 } },
+    });
+    expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks[2]).toMatchObject({ part: { type: 'superseded' } });
+    expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [1, 2] });
+  });
+
+  it('gives tool calls no stream: a retried tool with a long call id writes no marker, and the run goes on', async () => {
+    const store = memoryStore();
+    const longId = `call_${'x'.repeat(250)}`;
+    let tries = 0;
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up.',
+      input: z.object({}),
+      idempotent: true,
+      retry: { maxAttempts: 3, initialDelayMs: 1 },
+      execute: async () => {
+        if ((tries += 1) === 1) throw new CairnError('TOOL_FAILED', 'flaky', { retryable: true });
+        return 'found';
+      },
+    });
+    const model = scriptedModel(
+      [{ toolCalls: [{ id: longId, name: 'lookup', args: {} }] }, { text: answer }],
+      { streamPieces: 3 },
+    );
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      tools: [lookup],
+      durable: { store, stream: true },
+    });
+    expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks.every((c) => c.unit.endsWith('/model'))).toBe(true);
+    expect(foldStream(chunks).text).toBe(answer);
+  });
+
+  it('goes on unstreamed when the store refuses a chunk for good (a lost lease stops it, above)', async () => {
+    const inner = memoryStore();
+    const store: DurableStore = {
+      ...inner,
+      appendStream: async () => {
+        throw new CairnError('INVALID_ARGUMENT', 'no chunk of this run is taken');
+      },
+    };
+    const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+    const agent = defineAgent({ name: 'a', model, durable: { store, stream: true } });
+    expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
+  });
+
+  it('cuts a text too long for one chunk between characters, never inside an emoji', async () => {
+    const store = memoryStore();
+    const long = `${'a'.repeat(63_999)}😀${'b'.repeat(10)}`;
+    const agent = defineAgent({
+      name: 'a',
+      model: scriptedModel([{ text: long }]),
+      durable: { store, stream: true },
+    });
+    await agent.execute('go', { runId: 'r' });
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks.length).toBeGreaterThan(1);
+    const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    for (const chunk of chunks) {
+      expect(loneSurrogate.test((chunk.part as { text: string }).text)).toBe(false);
+    }
+    expect(foldStream(chunks).text).toBe(long);
+  });
+
+  it('refuses stream options that cannot be, where they are given', () => {
+    const store = memoryStore();
+    const model = scriptedModel([{ text: answer }]);
+    for (const stream of [{ coalesceMs: -1 }, { coalesceMs: Number.NaN }, { coalesceChars: 0 }]) {
+      expect(() => defineAgent({ name: 'a', model, durable: { store, stream } })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+    }
+  });
+});
