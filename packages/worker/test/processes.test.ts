@@ -84,6 +84,8 @@ describe('worker processes on Postgres', () => {
     expect((await doomed.exited).signal).toBe('SIGKILL');
     const survivor = await worker('survivor', { TRACE: 'print' });
     expect(await client.result(runId, { pollMs: 50 })).toBe('three steps done');
+    // The run span ends after the run's last write commits, so the result can be read before it is printed.
+    await survivor.waitFor((line) => line.kind === 'span' && line.name === 'cairn.run', 10_000);
     const spans = (process: WorkerProcess, name: string) =>
       process.lines.filter((line) => line.kind === 'span' && line.name === name) as Array<
         Line & {
