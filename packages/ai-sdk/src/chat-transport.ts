@@ -1,6 +1,9 @@
-import type { UIMessageChunk } from './ui-message-stream.js';
+import type { UIMessageChunk } from './ui-parts.js';
 
-/** Where the transport keeps each chat's last stream position: `sessionStorage` fits (it outlives a reload). */
+/**
+ * Where the transport notes the chats it is reading (with the last position read), so a reloaded page knows to
+ * resume: `sessionStorage` fits (it outlives a reload).
+ */
 export interface PositionStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
@@ -14,7 +17,7 @@ export interface CairnChatTransportOptions {
    * `uiMessageStreamResponse` of the run it started.
    */
   api: string;
-  /** The route a reader resumes from, sent `Last-Event-ID`. @defaultValue `${api}/${chatId}/stream` */
+  /** The route a reloaded page resumes from. @defaultValue `${api}/${chatId}/stream` */
   streamApi?: (chatId: string) => string;
   /** The route `stop()` POSTs to, which cancels the run. @defaultValue `${api}/${chatId}/cancel` */
   cancelApi?: (chatId: string) => string;
@@ -30,7 +33,7 @@ export interface CairnChatTransportOptions {
  * the caller's AI SDK names (`UIMessageChunk` from `ai`), so it is a `ChatTransport` of that version.
  */
 export interface CairnChatTransport<Chunk = UIMessageChunk> {
-  readonly resumeStreamIsReplay: false;
+  readonly resumeStreamIsReplay: true;
   sendMessages(options: {
     trigger: 'submit-message' | 'regenerate-message';
     chatId: string;
@@ -49,10 +52,12 @@ export interface CairnChatTransport<Chunk = UIMessageChunk> {
 
 /**
  * A `useChat` transport for runs Cairn streams: `sendMessages` starts a run through `api` and reads its UI message
- * stream, keeping the last position it read; `reconnectToStream` (a page reloaded, a connection dropped) goes on
- * from that position with `Last-Event-ID`, so no text is shown twice; `stop()` cancels the run. Pass it to
- * `useChat({ transport: cairnChatTransport<UIMessageChunk>({ api: '/api/chat' }), resume: true })`, with the
- * `UIMessageChunk` type of your `ai`.
+ * stream, noting the chat in `storage` until the stream ends; `reconnectToStream` (`useChat({ resume: true })`
+ * on a reloaded page) reads the run's stream again from its first chunk, and `useChat` rebuilds the answer from it
+ * (a reloaded page lost the part it had shown, so the rest alone would not do); `stop()` cancels the run. Pass it
+ * to `useChat({ transport: cairnChatTransport<UIMessageChunk>({ api: '/api/chat' }), resume: true })`, with the
+ * `UIMessageChunk` type of your `ai`. (A reader that keeps what it was shown goes on from its last position with
+ * `Last-Event-ID` instead: the route's `uiMessageStreamResponse` honours it.)
  */
 export function cairnChatTransport<Chunk = UIMessageChunk>(
   options: CairnChatTransportOptions,
@@ -82,7 +87,8 @@ export function cairnChatTransport<Chunk = UIMessageChunk>(
   };
 
   return {
-    resumeStreamIsReplay: false,
+    // useChat clears the message it was streaming at the replay's first `start`: nothing is shown twice.
+    resumeStreamIsReplay: true,
     async sendMessages({ chatId, trigger, messageId, messages, abortSignal, headers, body }) {
       storage.removeItem(key(chatId));
       // stop() aborts the request: the run is cancelled too, not left running unseen.
@@ -103,10 +109,9 @@ export function cairnChatTransport<Chunk = UIMessageChunk>(
       return read(chatId, response);
     },
     async reconnectToStream({ chatId, abortSignal, headers }) {
-      const last = storage.getItem(key(chatId));
-      if (last === null) return null; // nothing this page was reading
+      if (storage.getItem(key(chatId)) === null) return null; // nothing this page was reading
       const response = await call(streamApi(chatId), {
-        headers: { ...headersOf(headers), 'last-event-id': last },
+        headers: headersOf(headers),
         ...(abortSignal === undefined ? {} : { signal: abortSignal }),
       });
       if (response.status === 204 || response.status === 404) {

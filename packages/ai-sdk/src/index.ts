@@ -6,15 +6,7 @@ export type {
   AiSdkModelOptions,
   LanguageModelV4Compatible,
 } from './ai-sdk-model.js';
-export { uiMessageStreamResponse, UIMessageMapper, visibleParts } from './ui-message-stream.js';
-export type {
-  SupersededData,
-  UIMessageChunk,
-  UIMessageStreamOptions,
-} from './ui-message-stream.js';
-export { cairnChatTransport } from './chat-transport.js';
-export type {
-  CairnChatTransport,
-  CairnChatTransportOptions,
-  PositionStorage,
-} from './chat-transport.js';
+export { uiMessageStreamResponse, UIMessageMapper } from './ui-message-stream.js';
+export type { UIMessageStreamOptions } from './ui-message-stream.js';
+// What a page uses, also on its own (nothing of the server in it) as `@cairn/ai-sdk/client`.
+export * from './client.js';

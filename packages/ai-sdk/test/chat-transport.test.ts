@@ -85,10 +85,11 @@ const textOf = (message: UIMessage) =>
 describe('cairnChatTransport', () => {
   it('is a ChatTransport of the AI SDK it is given the chunk type of', () => {
     const transport: ChatTransport<UIMessage> = cairnChatTransport<AiChunk>({ api: '/api/chat' });
-    expect(transport.resumeStreamIsReplay).toBe(false);
+    // A reloaded page lost what it showed: the resumed stream is the whole answer again, and useChat clears first.
+    expect(transport.resumeStreamIsReplay).toBe(true);
   });
 
-  it('resumes a dropped stream from the last position it read: the message ends with the answer, nothing twice', async () => {
+  it('resumes after a reload by reading the run again from its start: the message is the answer, nothing twice', async () => {
     const { fetch, asked } = chatRoute();
     const storage = memoryStorage();
     const transport = cairnChatTransport({ api: 'http://app/api/chat', fetch, storage });
@@ -104,16 +105,17 @@ describe('cairnChatTransport', () => {
     expect(storage.items.get('cairn:stream:c-1')).toBe('2');
     const partial = await messageOf(before);
     expect(textOf(partial)).toBe('Order 42 ');
-    // The page reloads (useChat's resume): the transport goes on from position 2.
-    const rest = await transport.reconnectToStream({ chatId: 'c-1' });
+    // The page reloads (useChat's resume, with the message it had shown gone): the run's stream from its start.
+    const again = await transport.reconnectToStream({ chatId: 'c-1' });
     expect(asked.at(-1)).toMatchObject({
       method: 'GET',
       url: 'http://app/api/chat/c-1/stream',
-      lastEventId: '2',
+      lastEventId: null,
     });
     const chunks: UIMessageChunk[] = [];
-    for await (const chunk of rest! as unknown as AsyncIterable<UIMessageChunk>) chunks.push(chunk);
-    const whole = await messageOf(chunks, partial);
+    for await (const chunk of again! as unknown as AsyncIterable<UIMessageChunk>)
+      chunks.push(chunk);
+    const whole = await messageOf(chunks);
     expect(textOf(whole)).toBe(answer.join(''));
     // The stream ended: nothing left to resume.
     expect(storage.items.has('cairn:stream:c-1')).toBe(false);
