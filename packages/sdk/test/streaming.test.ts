@@ -215,6 +215,29 @@ describe('a run that streams', () => {
     expect(foldStream(chunks).text).toBe(long);
   });
 
+  it('refuses to stream on a store that keeps no stream log, before the run writes anything', async () => {
+    const {
+      appendStream: _a,
+      readStream: _r,
+      streamPosition: _p,
+      ...withoutStreams
+    } = memoryStore();
+    const model = scriptedModel([{ text: answer }]);
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      durable: { store: withoutStreams, stream: true },
+    });
+    const error = await agent.execute('hi', { runId: 'r' }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(CairnError);
+    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((error as Error).message).toMatch(/keeps no stream log/);
+    expect(await withoutStreams.load('r')).toBeUndefined();
+    // Not streaming, the same store runs it.
+    const quiet = defineAgent({ name: 'a', model, durable: { store: withoutStreams } });
+    expect((await quiet.execute('hi', { runId: 'r' })).output).toBe(answer);
+  });
+
   it('refuses stream options that cannot be, where they are given', () => {
     const store = memoryStore();
     const model = scriptedModel([{ text: answer }]);

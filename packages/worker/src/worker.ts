@@ -20,6 +20,7 @@ import {
   type StoreRetryPolicy,
   type StreamOptions,
   checkStreamOptions,
+  checkStreamStore,
 } from '@cairn/sdk';
 import { delayBeforeNextPass, readNextWake } from './claim-timer.js';
 import { DefinitionRegistry, type Runnable } from './definitions.js';
@@ -97,6 +98,19 @@ export function createWorker(options: WorkerOptions): Worker {
   ]);
   const { store } = options;
   checkStreamOptions(options.stream);
+  // The worker's setting wins; a definition that streams on a worker that says nothing would stream.
+  for (const definition of [
+    ...(options.agents ?? []),
+    ...(options.planners ?? []),
+    ...(options.definitions ?? []),
+  ]) {
+    checkStreamStore(
+      store,
+      options.stream ?? definition.durable?.stream,
+      `The worker's "${definition.name}"`,
+    );
+  }
+  checkStreamStore(store, options.stream, 'The worker');
   const clock = options.clock ?? systemClock;
   const owner = options.owner ?? defaultOwner();
   const concurrency = options.concurrency ?? 10;

@@ -87,6 +87,37 @@ describe('client.stream', () => {
     expect((error as CairnError).code).toBe('INVALID_ARGUMENT');
   });
 
+  it('refuses a worker that would stream on a store that keeps no stream log', () => {
+    const {
+      appendStream: _a,
+      readStream: _r,
+      streamPosition: _p,
+      ...withoutStreams
+    } = memoryStore();
+    const model = scriptedModel([{ text: answer }]);
+    const quiet = defineAgent({ name: 'quiet', model });
+    const talker = defineAgent({
+      name: 'talker',
+      model,
+      durable: { store: withoutStreams, stream: true },
+    });
+    for (const options of [
+      { agents: [quiet], stream: true },
+      { agents: [quiet, talker] }, // a definition that streams, and the worker says nothing
+    ]) {
+      expect(() => createWorker({ store: withoutStreams, ...options })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(/keeps no stream log/),
+        }),
+      );
+    }
+    // The worker's word wins over the definition's: this one streams nothing, and is fine.
+    expect(() =>
+      createWorker({ store: withoutStreams, agents: [quiet, talker], stream: false }),
+    ).not.toThrow();
+  });
+
   it('goes on reading a waiting run that a steer woke, until what it says after the wait is read', async () => {
     const store = memoryStore();
     const after = 'Here is the answer after your message.';

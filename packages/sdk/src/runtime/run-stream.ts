@@ -287,6 +287,31 @@ export function checkStreamOptions(stream: boolean | StreamOptions | undefined):
   }
 }
 
+/**
+ * Refuses `stream` on a store that keeps no stream log (a store of its own without `appendStream`,
+ * `readStream` and `streamPosition`), where it is configured: silently not streaming would leave a chat UI
+ * waiting on a run that says nothing.
+ */
+export function checkStreamStore(
+  store: DurableStore,
+  stream: boolean | StreamOptions | undefined,
+  what = 'This run',
+): void {
+  if (stream === undefined || stream === false) return;
+  if (
+    store.appendStream !== undefined &&
+    store.readStream !== undefined &&
+    store.streamPosition !== undefined
+  ) {
+    return;
+  }
+  throw new CairnError(
+    'INVALID_ARGUMENT',
+    `${what} would stream, but its store keeps no stream log (it has no appendStream, readStream and streamPosition): ` +
+      'use a store that has them (memory, Postgres, Redis) or turn stream off.',
+  );
+}
+
 const isStreamName = (value: unknown): value is string =>
   typeof value === 'string' && value.length > 0 && value.length <= maxStreamName;
 

@@ -6,7 +6,7 @@ import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
 import { defaultStoreRetry, type StoreRetryPolicy } from './run-writer.js';
-import { checkStreamOptions, type StreamOptions } from './run-stream.js';
+import { checkStreamOptions, checkStreamStore, type StreamOptions } from './run-stream.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
 import { cairnTracer } from './tracing.js';
 
@@ -63,7 +63,11 @@ export function createRunner<State, Input, Output>(
 ): Runner<State, Input, Output> {
   checkStreamOptions(durable?.stream);
   const owner = durable?.owner ?? `${definition.kind}:${definition.name}:${crypto.randomUUID()}`;
-  const common = (store: DurableStore) => ({
+  const common = (store: DurableStore) => {
+    checkStreamStore(store, durable?.stream, `Agent or planner "${definition.name}"`);
+    return commonOf(store);
+  };
+  const commonOf = (store: DurableStore) => ({
     store,
     clock: durable?.clock ?? systemClock,
     owner,
