@@ -17,8 +17,11 @@ export class UIMessageMapper {
     { partIds: string[]; toolCallIds: string[]; positions: number[] }
   >();
   private parts = 0;
-  /** Tool calls whose input started (and was not superseded), by id: their deltas are passed on. */
-  private readonly tools = new Map<string, { unit: string; toolName: string }>();
+  /**
+   * Tool calls whose input started (and was not superseded), by id: their deltas are passed on, and kept until
+   * their unit is done, when the whole input is made available.
+   */
+  private readonly tools = new Map<string, { unit: string; toolName: string; input: string }>();
   /** The unit that spoke last: its tool calls may still get input. */
   private lastUnit: string | undefined;
 
@@ -37,8 +40,11 @@ export class UIMessageMapper {
     }
     // A tool call's input with no start (one the runtime dropped) would break the client's state machine.
     if (part.type === 'tool-input' && !this.tools.has(part.toolCallId)) return out;
-    // Units speak one at a time: another unit's open part ends here.
+    // Units speak one at a time: another unit's open part ends here, and the unit that spoke last is done (its
+    // model call settled): its tool calls' input is whole.
     for (const other of [...this.open.keys()]) if (other !== unit) out.push(...this.end(other));
+    if (this.lastUnit !== undefined && this.lastUnit !== unit)
+      out.push(...this.inputs(this.lastUnit));
     this.lastUnit = unit;
     shown.positions.push(position);
     if (part.type === 'text' || part.type === 'reasoning') {
@@ -56,9 +62,10 @@ export class UIMessageMapper {
     out.push(...this.end(unit));
     if (part.type === 'tool-input-start') {
       shown.toolCallIds.push(part.toolCallId);
-      this.tools.set(part.toolCallId, { unit, toolName: part.toolName });
-      out.push({ type: 'tool-input-start', toolCallId: part.toolCallId, toolName: part.toolName });
+      this.tools.set(part.toolCallId, { unit, toolName: part.toolName, input: '' });
+      out.push(toolStart(part.toolCallId, part.toolName));
     } else {
+      this.tools.get(part.toolCallId)!.input += part.delta;
       out.push({
         type: 'tool-input-delta',
         toolCallId: part.toolCallId,
@@ -75,13 +82,43 @@ export class UIMessageMapper {
   resume(): UIMessageChunk[] {
     const tools = [...this.tools]
       .filter(([, tool]) => tool.unit === this.lastUnit)
-      .map(([toolCallId, { toolName }]) => ({ type: 'tool-input-start', toolCallId, toolName }));
+      .map(([toolCallId, { toolName }]) => toolStart(toolCallId, toolName));
     return [...tools, ...[...this.open.values()].map(partStart)];
   }
 
-  /** Ends every open part: the stream ends. */
+  /** Ends every open part, and makes the input of the last unit's tool calls available: the stream ends. */
   finish(): UIMessageChunk[] {
-    return [...this.open.keys()].flatMap((unit) => this.end(unit));
+    const ends = [...this.open.keys()].flatMap((unit) => this.end(unit));
+    return this.lastUnit === undefined ? ends : [...ends, ...this.inputs(this.lastUnit)];
+  }
+
+  /**
+   * The whole input of each tool call of a unit that is done, as `tool-input-available` (or `tool-input-error`
+   * for an input that is not JSON, which the run answers as invalid arguments); each call is then forgotten.
+   */
+  private inputs(unit: string): UIMessageChunk[] {
+    const out: UIMessageChunk[] = [];
+    for (const [toolCallId, tool] of this.tools) {
+      if (tool.unit !== unit) continue;
+      this.tools.delete(toolCallId);
+      const call = { toolCallId, toolName: tool.toolName, providerExecuted: true };
+      try {
+        out.push({
+          type: 'tool-input-available',
+          ...call,
+          input: JSON.parse(tool.input === '' ? '{}' : tool.input) as unknown,
+        });
+      } catch {
+        out.push({
+          type: 'tool-input-error',
+          ...call,
+          input: tool.input,
+          errorText:
+            'The model’s input for this call is not JSON: the call is refused and the model told.',
+        });
+      }
+    }
+    return out;
   }
 
   private end(unit: string): UIMessageChunk[] {
@@ -99,6 +136,14 @@ export class UIMessageMapper {
     }
     return shown;
   }
+}
+
+/**
+ * A tool call's start. `providerExecuted`: the run's worker makes the call, not the page (`useChat` calls no
+ * `onToolCall` for it, and sends nothing back on its own).
+ */
+function toolStart(toolCallId: string, toolName: string): UIMessageChunk {
+  return { type: 'tool-input-start', toolCallId, toolName, providerExecuted: true };
 }
 
 /**

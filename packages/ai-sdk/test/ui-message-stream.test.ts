@@ -117,6 +117,62 @@ describe('the UI message stream of a run', () => {
     },
   );
 
+  it.each([
+    ['AI SDK 6', readV6],
+    ['AI SDK 7', readV7 as unknown as typeof readV6],
+  ])(
+    'makes a tool call’s input available once its model call has ended, as a call the server runs (%s)',
+    async (_, read) => {
+      position = 0;
+      const log = [
+        chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'look', toolName: 'lookup' }),
+        chunk('trip-0/model', { type: 'tool-input', toolCallId: 'look', delta: '{"order":' }),
+        chunk('trip-0/model', { type: 'tool-input', toolCallId: 'look', delta: '"42"}' }),
+        chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'bad', toolName: 'lookup' }),
+        chunk('trip-0/model', { type: 'tool-input', toolCallId: 'bad', delta: '{"order' }),
+        chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'none', toolName: 'clock' }),
+        text('trip-1/model', 'Order 42 was refunded.'),
+      ];
+      const all = dataOf(await events(uiMessageStreamResponse((after) => replay(log, after), {})));
+      // Still streaming its input while its model call speaks; available when the next call speaks.
+      const available = all.findIndex((c) => c.type === 'tool-input-available');
+      expect(available).toBeGreaterThan(all.findIndex((c) => c.toolCallId === 'none'));
+      const message = await lastMessage(read, all);
+      const tools = message.parts.filter((p) => 'toolCallId' in p) as unknown as Array<{
+        toolCallId: string;
+        state: string;
+        input: unknown;
+        errorText?: string;
+        providerExecuted?: boolean;
+      }>;
+      expect(tools.map(({ toolCallId, state }) => ({ toolCallId, state }))).toEqual([
+        { toolCallId: 'look', state: 'input-available' },
+        { toolCallId: 'bad', state: 'output-error' }, // the input AI SDK 6 keeps of it: none
+        { toolCallId: 'none', state: 'input-available' },
+      ]);
+      expect([tools[0]!.input, tools[2]!.input]).toEqual([{ order: '42' }, {}]);
+      expect(tools[1]!.errorText).toMatch(/not JSON/);
+      // Not the page's to run: useChat's onToolCall is not called for them.
+      expect(tools.every((tool) => tool.providerExecuted === true)).toBe(true);
+    },
+  );
+
+  it('makes the input of the last model call’s tool calls available when the stream ends (a run waiting for approval)', async () => {
+    position = 0;
+    const log = [
+      chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'r', toolName: 'refund' }),
+      chunk('trip-0/model', { type: 'tool-input', toolCallId: 'r', delta: '{"cents":500}' }),
+    ];
+    const all = dataOf(await events(uiMessageStreamResponse((after) => replay(log, after), {})));
+    expect(all.find((c) => c.type === 'tool-input-available')).toMatchObject({
+      toolCallId: 'r',
+      toolName: 'refund',
+      input: { cents: 500 },
+      providerExecuted: true,
+    });
+    expect(all.at(-1)).toEqual({ type: 'finish' });
+  });
+
   it('resumes from Last-Event-ID inside an open part by sending its start again, and nothing seen twice', async () => {
     const log = runLog();
     const request = new Request('http://localhost/chat/run-1/stream', {
