@@ -35,7 +35,11 @@ describe('a run that streams', () => {
   it('writes what its model says as it says it, coalesced, and the log folds to the answer it journaled', async () => {
     const store = memoryStore();
     const lookup = countingTool('lookup');
-    const model = scriptedModel(turns, { streamPieces: 3 });
+    // A piece every event-loop turn: each append has landed before the next piece, so only size coalesces.
+    const model = scriptedModel(turns, {
+      streamPieces: 3,
+      onPiece: () => new Promise<void>((resolve) => setImmediate(resolve)),
+    });
     const agent = defineAgent({
       name: 'talker',
       model,
@@ -55,6 +59,26 @@ describe('a run that streams', () => {
     expect(texts.length).toBeGreaterThan(2);
     expect(texts.length).toBeLessThan(Math.ceil(answer.length / 3));
     expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [] });
+  });
+
+  it('appends a burst said faster than the store writes as one chunk, not one per coalesceChars', async () => {
+    const store = memoryStore();
+    let appends = 0;
+    const counted: DurableStore = {
+      ...store,
+      appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
+    };
+    // Every piece at once (no await between them), as a model that answers whole, or a burst, does.
+    const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+    const agent = defineAgent({
+      name: 'talker',
+      model,
+      durable: { store: counted, stream: { coalesceChars: 20 } },
+    });
+    expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks).toEqual([expect.objectContaining({ part: { type: 'text', text: answer } })]);
+    expect(appends).toBe(1);
   });
 
   it('streams the whole answer of a model that cannot stream, and nothing when the run does not stream', async () => {
@@ -108,8 +132,9 @@ describe('a run that streams', () => {
     });
     const holding = first.execute('go', { runId: 'r' });
     await atPiece;
-    // Six pieces of four characters, appended two at a time.
-    await until(async () => (await store.streamPosition!('r')) === 3);
+    // Of the six pieces of four characters said, what the size trigger appended (the tail may be held).
+    await until(async () => (await store.streamPosition!('r')) >= 2);
+    const old = await store.streamPosition!('r');
     await storeClock.advance(1_001);
     const { output } = await second.resume('r');
     expect(output).toBe(answer);
@@ -117,15 +142,20 @@ describe('a run that streams', () => {
     go(); // the old holder's model goes on talking: nothing it says is kept
     await expect(holding).rejects.toMatchObject({ code: 'LEASE_LOST' });
     expect(await chunksOf(store, 'r')).toEqual(before);
-    // The new holder's first chunk supersedes the three the old one wrote; the rest is its answer.
-    expect(before[3]).toMatchObject({
-      position: 4,
+    // The new holder's first chunk supersedes what the old one wrote; the rest is its answer.
+    expect(before[old]).toMatchObject({
+      position: old + 1,
       unit: 'trip-0/model',
       part: { type: 'superseded' },
     });
     expect(positions(before)).toEqual(before.map((_, i) => i + 1));
-    expect(foldStream(before)).toMatchObject({ text: answer, superseded: [1, 2, 3] });
-    expect(foldStream(before.slice(0, 3)).text).toBe(answer.slice(0, 24));
+    expect(foldStream(before)).toMatchObject({
+      text: answer,
+      superseded: before.slice(0, old).map((chunk) => chunk.position),
+    });
+    const said = foldStream(before.slice(0, old)).text;
+    expect(said.length).toBeGreaterThanOrEqual(8);
+    expect(answer.slice(0, 24).startsWith(said)).toBe(true);
   });
 
   it('supersedes what a failed try said when the call is tried again', async () => {

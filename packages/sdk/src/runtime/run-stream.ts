@@ -78,6 +78,8 @@ export class RunStream {
   private heldChars = 0;
   private timer: TimerHandle | undefined;
   private sending: Promise<void> = Promise.resolve();
+  /** An append is queued that has not started: it takes everything held when it does. */
+  private queued = false;
   private failure: { error: unknown } | undefined;
   /** The highest position stored, once the first append learned it. */
   private highest: number | undefined;
@@ -176,16 +178,25 @@ export class RunStream {
     else this.timer ??= this.clock.setTimer(this.coalesceMs, () => this.send());
   }
 
-  /** Queues an append of everything held. */
+  /**
+   * Queues an append of what is held when it starts, not of what is held now: deltas said while the append
+   * before it is on its way (or before the queued one starts) go with it, so a burst (a model that answers at
+   * once, or faster than the store writes) costs one append, not one per `coalesceChars`.
+   */
   private send(): void {
     this.timer?.cancel();
     this.timer = undefined;
-    if (this.held.length === 0) return;
-    const batch = this.held;
-    this.held = [];
-    this.heldChars = 0;
+    if (this.held.length === 0 || this.queued) return;
+    this.queued = true;
     this.sending = this.sending.then(async () => {
-      if (this.failure !== undefined || this.closed || this.disabled) return;
+      this.queued = false;
+      const batch = this.held;
+      this.held = [];
+      this.heldChars = 0;
+      // Whatever is held from here on waits for a send of its own: no timer may be left for it.
+      this.timer?.cancel();
+      this.timer = undefined;
+      if (batch.length === 0 || this.failure !== undefined || this.closed || this.disabled) return;
       try {
         await this.append(batch);
       } catch (error) {
