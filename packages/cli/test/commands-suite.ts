@@ -45,6 +45,7 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
         `runs timeline ${ids.planner}`,
         `runs watch ${ids.completed} --json`,
         `runs watch ${ids.completed}`,
+        `runs watch ${ids.planner}`,
         'runs show no-such-run',
         'runs timeline no-such-run --json',
       ];
@@ -222,6 +223,19 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
           .split('\n')
           .map((line) => json(line)),
       ).toEqual([events.at(-1)]);
+    });
+
+    it('watches a planner: its plan as the model wrote it, and its agent node’s text after the node’s id', async () => {
+      const { code, stdout } = printed(`runs watch ${ids.planner}`);
+      expect(code).toBe(0);
+      const lines = stdout.trim().split('\n');
+      // The run ended before it was watched: its text and its child's come in no particular order with its
+      // events (a live run's come as they are said), each on lines of its own.
+      expect(lines).toContain('  hotel ▸ Casa Azul, by the river.');
+      expect(lines.some((line) => line.startsWith('{"nodes":[{"id":"weather"'))).toBe(true);
+      expect(lines.filter((line) => /invoke_agent concierge (started|ok)/.test(line))).toHaveLength(
+        2,
+      );
     });
 
     it('watches a waiting run until Ctrl-C, then exits 130', async () => {

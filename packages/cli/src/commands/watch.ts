@@ -1,8 +1,9 @@
 /** `cairn runs watch <runId>`: a run's events as they are written, one line each, and its text as it streams. */
-import type { StreamChunk } from '@cairn/sdk';
+import { childRunId, planView, RunNotFoundError, type StreamChunk } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 import { exitCodes } from '../cli-errors.js';
 import { renderEventLine } from '../render/event-line.js';
+import { runState } from '../run-summary.js';
 
 /**
  * Prints each event once, in order, and between them the text the run's model calls stream (on a store that keeps
@@ -20,23 +21,51 @@ export async function watchRun(
   });
   const text = context.json ? undefined : new TextPrinter(context);
   const ended = new AbortController();
-  const streaming = text?.follow(runId, ended.signal);
+  const following = [text?.follow(runId, ended.signal, null)];
+  const children = new Set<string>();
   try {
     for await (const event of events) {
       if (context.json) context.printJson(event, { line: true });
       else text!.line(renderEventLine(event, context.style));
+      // A planner's agent node runs a child run: its text is followed too, and shown under the node.
+      if (text !== undefined && event.type === 'effect.started' && event.kind === 'node') {
+        const nodeId = event.effectId.slice(event.effectId.lastIndexOf('/') + 1);
+        if (event.name.startsWith('invoke_agent ') && !children.has(nodeId)) {
+          children.add(nodeId);
+          following.push(followChild(context, text, runId, nodeId, ended.signal));
+        }
+      }
     }
   } finally {
     ended.abort();
-    await streaming;
+    await Promise.all(following);
     text?.endLine();
   }
   return context.signal?.aborted === true ? exitCodes.interrupted : exitCodes.ok;
 }
 
-/** Streamed text between event lines: a line is printed on a line of its own. */
+/** Follows the text of the child run a planner's node runs, named by the plan (or the node's reserved id). */
+async function followChild(
+  context: CommandContext,
+  text: TextPrinter,
+  runId: string,
+  nodeId: string,
+  ended: AbortSignal,
+): Promise<void> {
+  const run = await context.client.get(runId).catch(() => undefined);
+  const plan = run === undefined ? undefined : planView(runState(run.snapshot), runId);
+  const childId = plan?.nodes.find((node) => node.id === nodeId)?.childRunId;
+  await text.follow(childId ?? childRunId(runId, nodeId), ended, nodeId);
+}
+
+/**
+ * Streamed text between event lines: a line is printed on a line of its own, and a child run's text on lines
+ * of its own too, after its node's id.
+ */
 class TextPrinter {
   private midLine = false;
+  /** Whose text the open line holds: the run's (null) or a node's. */
+  private speaker: string | null = null;
 
   constructor(private readonly context: CommandContext) {}
 
@@ -51,11 +80,12 @@ class TextPrinter {
   }
 
   /**
-   * Prints the run's stream, and reads it again each time it ends (a run that waited goes on later) until `ended`
-   * (the run's events ended): the last read goes on until the text written before the end is printed. Ctrl-C
-   * stops it at once. A store that keeps no streams prints nothing.
+   * Prints a run's stream (the watched run's, or with `node` the child run that node runs), and reads it again
+   * each time it ends (a run that waited goes on later) until `ended` (the run's events ended): the last read
+   * goes on until the text written before the end is printed. Ctrl-C stops it at once. A store that keeps no
+   * streams prints nothing; a child run not created yet is looked for again.
    */
-  async follow(runId: string, ended: AbortSignal): Promise<void> {
+  async follow(runId: string, ended: AbortSignal, node: string | null): Promise<void> {
     const { client } = this.context;
     const interrupted = this.context.signal;
     let last = 0;
@@ -68,10 +98,11 @@ class TextPrinter {
         });
         for await (const chunk of chunks) {
           last = chunk.position;
-          this.print(chunk);
+          this.print(chunk, node);
         }
-      } catch {
-        return; // No stream to read (a store without one): the events say what happened.
+      } catch (error) {
+        // No stream to read (a store without one): the events say what happened.
+        if (!(error instanceof RunNotFoundError && node !== null)) return;
       }
       if (ending || interrupted?.aborted === true) return;
       if (ended.aborted) continue;
@@ -82,14 +113,24 @@ class TextPrinter {
     }
   }
 
-  private print({ part, unit }: StreamChunk): void {
+  private print({ part, unit }: StreamChunk, node: string | null): void {
     const { style } = this.context;
+    const prefix = node === null ? '' : `  ${node} ▸ `;
     if (part.type === 'text' || part.type === 'reasoning') {
-      this.context.write(part.type === 'text' ? part.text : style.faint(part.text));
+      if (this.speaker !== node || !this.midLine) {
+        this.endLine();
+        this.context.write(prefix);
+        this.speaker = node;
+      }
+      const said =
+        prefix === '' ? part.text : part.text.replaceAll('\n', `\n${' '.repeat(prefix.length)}`);
+      this.context.write(part.type === 'text' ? said : style.faint(said));
       this.midLine = !part.text.endsWith('\n');
     } else if (part.type === 'superseded') {
       this.line(
-        style.warn(`(superseded: what ${unit} said above no longer counts; it is said again)`),
+        style.warn(
+          `${prefix}(superseded: what ${unit} said above no longer counts; it is said again)`,
+        ),
       );
     }
   }
