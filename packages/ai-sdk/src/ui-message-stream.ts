@@ -29,8 +29,11 @@ export class UIMessageMapper {
   map(chunk: StreamChunk): UIMessageChunk[] {
     const { unit, part, position } = chunk;
     const out: UIMessageChunk[] = [];
-    const shown = this.shownOf(unit);
     if (part.type === 'superseded') {
+      const shown = this.shown.get(unit);
+      // A unit that said nothing yet (a trip after a wait, whose attempt marks every unit it streams) leaves
+      // nothing to drop: no part for the client to keep.
+      if (shown === undefined || shown.positions.length === 0) return out;
       out.push(...this.end(unit));
       this.shown.delete(unit);
       for (const [id, tool] of this.tools) if (tool.unit === unit) this.tools.delete(id);
@@ -40,6 +43,7 @@ export class UIMessageMapper {
     }
     // A tool call's input with no start (one the runtime dropped) would break the client's state machine.
     if (part.type === 'tool-input' && !this.tools.has(part.toolCallId)) return out;
+    const shown = this.shownOf(unit);
     // Units speak one at a time: another unit's open part ends here, and the unit that spoke last is done (its
     // model call settled): its tool calls' input is whole.
     for (const other of [...this.open.keys()]) if (other !== unit) out.push(...this.end(other));

@@ -173,6 +173,21 @@ describe('the UI message stream of a run', () => {
     expect(all.at(-1)).toEqual({ type: 'finish' });
   });
 
+  it('sends nothing for a marker of a unit that said nothing before it (a trip after a wait)', () => {
+    position = 0;
+    const mapper = new UIMessageMapper();
+    const out = [
+      text('trip-0/model', 'I will wait.'),
+      chunk('trip-1/model', { type: 'superseded' }),
+      text('trip-1/model', 'Back again.'),
+    ].flatMap((c) => mapper.map(c));
+    expect(out.some((c) => c.type === 'data-cairn-superseded')).toBe(false);
+    expect(out.filter((c) => c.type === 'text-delta').map((c) => c.delta)).toEqual([
+      'I will wait.',
+      'Back again.',
+    ]);
+  });
+
   it('resumes from Last-Event-ID inside an open part by sending its start again, and nothing seen twice', async () => {
     const log = runLog();
     const request = new Request('http://localhost/chat/run-1/stream', {
