@@ -134,8 +134,8 @@ export type { StoredTraceContext } from './runtime/tracing.js';
 export type { DurableOptions, ExecuteOptions, ResumeOptions, Runner } from './runtime/runner.js';
 export { defaultStoreRetry } from './runtime/run-writer.js';
 export type { StoreRetryPolicy } from './runtime/run-writer.js';
-export { checkStreamOptions, checkStreamStore } from './runtime/run-stream.js';
-export type { StreamOptions } from './runtime/run-stream.js';
+export { checkStreamOptions, checkStreamStore } from './runtime/stream-options.js';
+export type { StreamOptions } from './runtime/stream-options.js';
 export type {
   Boundary,
   BoundaryHook,

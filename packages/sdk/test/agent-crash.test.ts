@@ -1,4 +1,11 @@
-import { defineAgent, defineTool, type AgentResult } from '@cairn/sdk';
+import {
+  defineAgent,
+  defineTool,
+  foldStream,
+  memoryStore,
+  type AgentResult,
+  type DurableStore,
+} from '@cairn/sdk';
 import { exploreCrashes, observeAgent, scriptedModel, type ScriptedTurn } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -30,12 +37,12 @@ const script: ScriptedTurn[] = [
   { text: '{"orderId":"o-1","charged":4200}', usage: { inputTokens: 19, outputTokens: 11 } },
 ];
 
-function orderWorld() {
+function orderWorld(streamPieces?: number) {
   const sideEffects: Record<string, number> = {};
   const record = (id: string) => {
     sideEffects[id] = (sideEffects[id] ?? 0) + 1;
   };
-  const model = scriptedModel(script);
+  const model = scriptedModel(script, streamPieces === undefined ? {} : { streamPieces });
   const tools = [
     defineTool({
       name: 'lookup',
@@ -107,5 +114,45 @@ describe('crash at every boundary of an agent', () => {
     expect([...reportedUnknown].sort()).toEqual(['charge-1', 'reserve-1', 'reserve-2']);
     // An idempotent lookup in flight is re-run, never reported unknown.
     expect([...reportedUnknown].some((key) => key.startsWith('lookup'))).toBe(false);
+  });
+});
+
+describe('crash at every boundary of an agent that streams', () => {
+  it('leaves a stream that folds to what the model said, positions 1, 2, ... and nothing after a crash', async () => {
+    const stores: DurableStore[] = [];
+    const report = await exploreCrashes<string, AgentResult<unknown>>({
+      input: 'Order two of A and one of B, then charge.',
+      store: (clock) => {
+        const store = memoryStore({ clock });
+        stores.push(store);
+        return store;
+      },
+      setup() {
+        const world = orderWorld(4);
+        return {
+          create: (store, clock) =>
+            defineAgent({
+              name: 'orders',
+              model: world.model,
+              tools: world.tools,
+              maxTrips: 6,
+              output: z.object({ orderId: z.string(), charged: z.number() }),
+              durable: { store, clock, leaseMs: 30_000, stream: { coalesceChars: 8 } },
+            }),
+          sideEffects: () => world.sideEffects,
+        };
+      },
+      observe: observeAgent,
+      idempotent: (key) => key.startsWith('lookup'),
+    });
+    // The harness's late-write check covers stream appends too: a crashed attempt appended nothing after.
+    expect(report.violations).toEqual([]);
+    const said = script.map((turn) => turn.text ?? '').join('');
+    expect(stores.length).toBeGreaterThan(30);
+    for (const store of stores) {
+      const chunks = await store.readStream!('crash-harness-run', { limit: 10_000 });
+      expect(chunks.map((chunk) => chunk.position)).toEqual(chunks.map((_, i) => i + 1));
+      expect(foldStream(chunks).text).toBe(said);
+    }
   });
 });

@@ -61,25 +61,32 @@ describe('a run that streams', () => {
     expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [] });
   });
 
-  it('appends a burst said faster than the store writes as one chunk, not one per coalesceChars', async () => {
-    const store = memoryStore();
-    let appends = 0;
-    const counted: DurableStore = {
-      ...store,
-      appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
-    };
-    // Every piece at once (no await between them), as a model that answers whole, or a burst, does.
-    const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
-    const agent = defineAgent({
-      name: 'talker',
-      model,
-      durable: { store: counted, stream: { coalesceChars: 20 } },
-    });
-    expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
-    const chunks = await chunksOf(store, 'r');
-    expect(chunks).toEqual([expect.objectContaining({ part: { type: 'text', text: answer } })]);
-    expect(appends).toBe(1);
-  });
+  it.each([
+    ['writes chunks with its checkpoints: the answer rides with the checkpoint', true, 0],
+    ['does not: one append before the checkpoint', false, 1],
+  ])(
+    'writes a burst said faster than the store writes as one chunk, on a store that %s',
+    async (_, rides, expected) => {
+      const store = memoryStore();
+      let appends = 0;
+      const counted: DurableStore = {
+        ...store,
+        streamsWithCheckpoints: rides,
+        appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
+      };
+      // Every piece at once (no await between them), as a model that answers whole, or a burst, does.
+      const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+      const agent = defineAgent({
+        name: 'talker',
+        model,
+        durable: { store: counted, stream: { coalesceChars: 20 } },
+      });
+      expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
+      const chunks = await chunksOf(store, 'r');
+      expect(chunks).toEqual([expect.objectContaining({ part: { type: 'text', text: answer } })]);
+      expect(appends).toBe(expected);
+    },
+  );
 
   it('streams the whole answer of a model that cannot stream, and nothing when the run does not stream', async () => {
     const store = memoryStore();
@@ -133,7 +140,7 @@ describe('a run that streams', () => {
     const holding = first.execute('go', { runId: 'r' });
     await atPiece;
     // Of the six pieces of four characters said, what the size trigger appended (the tail may be held).
-    await until(async () => (await store.streamPosition!('r')) >= 2);
+    await until(async () => (await store.streamPosition!('r')) >= 1);
     const old = await store.streamPosition!('r');
     await storeClock.advance(1_001);
     const { output } = await second.resume('r');
@@ -179,8 +186,14 @@ describe('a run that streams', () => {
     });
     expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
     const chunks = await chunksOf(store, 'r');
-    expect(chunks[2]).toMatchObject({ part: { type: 'superseded' } });
-    expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [1, 2] });
+    // What the failed try said (two pieces, in however many chunks), then the marker, then the answer.
+    const marker = chunks.findIndex((chunk) => chunk.part.type === 'superseded');
+    expect(marker).toBeGreaterThan(0);
+    expect(foldStream(chunks.slice(0, marker)).text).toBe(answer.slice(0, 20)); // two pieces of ten
+    expect(foldStream(chunks)).toMatchObject({
+      text: answer,
+      superseded: chunks.slice(0, marker).map((chunk) => chunk.position),
+    });
   });
 
   it('gives tool calls no stream: a retried tool with a long call id writes no marker, and the run goes on', async () => {

@@ -3,7 +3,6 @@ import {
   CairnError,
   checkRunWait,
   checkStreamChunks,
-  LeaseLostError,
   notAChildError,
   RunNotFoundError,
   streamReadAfter,
@@ -92,6 +91,8 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   prune(options: PruneOptions): Promise<number>;
   /** Appends to a run's stream log under the fence, in one statement with other runs' appends. */
   appendStream: StreamStore['appendStream'];
+  /** A checkpoint's `stream` chunks are written in its statement. */
+  readonly streamsWithCheckpoints: true;
   /** Reads a run's stream log from a position. */
   readStream: StreamStore['readStream'];
   /** The highest position in a run's stream log, 0 when it has none. */
@@ -232,14 +233,16 @@ export function pgStore(options: PgStoreOptions): PgStore {
         else writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
+    streamsWithCheckpoints: true,
     save: async (fence, checkpoint) => {
       checkCheckpoint(fence, checkpoint);
+      checkStreamChunks(fence.runId, checkpoint.stream ?? []);
       const answer = await run(
         'save a checkpoint',
         () => writes.save(fence, checkpoint),
         fence.runId,
       );
-      if (answer instanceof LeaseLostError) throw answer;
+      if (answer instanceof Error) throw answer; // a lost lease, or the gap its chunks would leave
       // A write unlessMail held gave nothing up: the lease is still held.
       if (answer.written && checkpoint.release === true) leases.releasedBySave(fence);
       return answer;

@@ -16,7 +16,7 @@ import type { Names } from './names.js';
 import { splitSnapshot, StoredItems } from './snapshot-items.js';
 import { appendJournals, type JournalWrite } from './sql/append-journal.js';
 import { appendOne } from './sql/append-one.js';
-import { appendStreams, type StreamWrite } from './sql/append-stream.js';
+import { appendStreams, type StreamRow, type StreamWrite } from './sql/append-stream.js';
 import { createRuns } from './sql/create-run.js';
 import { saveCheckpoints, type CheckpointWrite, type SaveOutcome } from './sql/save-checkpoint.js';
 import { saveOne } from './sql/save-one.js';
@@ -89,15 +89,7 @@ export class BatchedWrites {
    * written. Undefined once appended; else the gap error or why the fence refused it.
    */
   appendStream(fence: Fence, chunks: readonly StreamChunk[]): Promise<CairnError | undefined> {
-    return this.streams.submit({
-      fence,
-      chunks: chunks.map(({ position, unit, part, at }) => ({
-        position,
-        unit,
-        part: JSON.stringify(part),
-        at,
-      })),
-    });
+    return this.streams.submit({ fence, chunks: streamRows(chunks) });
   }
 
   /**
@@ -106,11 +98,19 @@ export class BatchedWrites {
    * when the run already had this final status (written, no mail) or when `unlessMail` held it (not written,
    * mail); else why it was refused.
    */
-  async save(fence: Fence, checkpoint: Checkpoint): Promise<SaveReceipt | LeaseLostError> {
+  async save(
+    fence: Fence,
+    checkpoint: Checkpoint,
+  ): Promise<SaveReceipt | LeaseLostError | CairnError> {
     const { runId } = fence;
     const split = splitSnapshot(checkpoint.snapshot);
     let items = this.storedItems.plan(runId, split);
-    const write = { fence, checkpoint, inline: split.inline };
+    const write = {
+      fence,
+      checkpoint,
+      inline: split.inline,
+      stream: streamRows(checkpoint.stream),
+    };
     let outcome = await this.checkpoints.submit({ ...write, items });
     if (outcome.type === 'stale') {
       items = this.storedItems.plan(runId, split, true);
@@ -178,4 +178,14 @@ function isBusy(result: unknown): result is 'busy' {
       result !== null &&
       (result as { type?: unknown }).type === 'busy')
   );
+}
+
+/** Stream chunks as their rows store them: each part JSON text, serialized now. */
+function streamRows(chunks: readonly StreamChunk[] = []): StreamRow[] {
+  return chunks.map(({ position, unit, part, at }) => ({
+    position,
+    unit,
+    part: JSON.stringify(part),
+    at,
+  }));
 }

@@ -178,12 +178,19 @@ describe('the batch statements themselves', () => {
       pg.sql(),
       names,
       [
-        { fence: stale, checkpoint: checkpoint({ by: 'stale' }), inline: { by: 'stale' }, items },
+        {
+          fence: stale,
+          checkpoint: checkpoint({ by: 'stale' }),
+          inline: { by: 'stale' },
+          items,
+          stream: [],
+        },
         {
           fence: current,
           checkpoint: checkpoint({ by: 'current' }),
           inline: { by: 'current' },
           items,
+          stream: [],
         },
       ],
       true,

@@ -108,6 +108,46 @@ describe('stream appends of many runs', () => {
   });
 });
 
+describe('chunks that ride with checkpoints', () => {
+  it('are written by the batch statement of many runs’ checkpoints, each run its own, a stale one none', async () => {
+    const { sql, harness } = opened();
+    let statements = 0;
+    const watched = watchedSql(sql, (text) => {
+      if (/INSERT INTO [^ ]+\."run_stream"/.test(text)) statements += 1;
+    });
+    const store = pgStore({ sql: watched, schema: harness.schema });
+    const leases = await Promise.all(Array.from({ length: 20 }, () => held(store, 'ride')));
+    await Promise.all(leases.map((lease, n) => store.appendStream(lease, said(1, 1, `u${n}`))));
+    const fences = leases.map((lease, n) =>
+      n === 3 ? { ...lease, epoch: lease.epoch + 1 } : lease,
+    );
+    const before = statements;
+    const results = await Promise.all(
+      fences.map((fence, n) =>
+        outcome(
+          store.save(fence, {
+            status: 'running',
+            signature: 's',
+            snapshot: { n },
+            journalSeq: 0,
+            stream: said(2, 2, `u${n}`),
+          }),
+        ),
+      ),
+    );
+    expect(results[3]).toBeInstanceOf(LeaseLostError);
+    // Batched: far fewer statements than checkpoints (each checkpoint statement holds the insert).
+    expect(statements - before).toBeLessThan(fences.length / 2);
+    for (const [n, lease] of leases.entries()) {
+      const stored = await store.readStream(lease.runId);
+      expect(stored).toEqual(
+        n === 3 ? said(1, 1, `u${n}`) : [...said(1, 1, `u${n}`), ...said(2, 2, `u${n}`)],
+      );
+    }
+    await store.close();
+  });
+});
+
 describe('one run, under the row lock', () => {
   it('counts what an append that held the row lock committed while this one waited for it', async () => {
     const { sql, harness } = opened();

@@ -130,6 +130,17 @@ function watchWrites(
     nextWake: store.nextWake.bind(store),
     signal: store.signal.bind(store),
     mailbox: store.mailbox.bind(store),
+    // A stream append is a write like the others: none may come from an attempt after its crash.
+    ...(store.appendStream === undefined ||
+    store.readStream === undefined ||
+    store.streamPosition === undefined
+      ? {}
+      : {
+          appendStream: guard('appendStream', store.appendStream.bind(store)),
+          readStream: store.readStream.bind(store),
+          streamPosition: store.streamPosition.bind(store),
+          ...(store.streamsWithCheckpoints === true ? { streamsWithCheckpoints: true } : {}),
+        }),
   };
 }
 

@@ -28,12 +28,16 @@ async function collect(client: CairnClient, runId: string, after?: number, stopA
   return chunks;
 }
 
-/** A streaming agent whose model holds before piece `holdAt` until `open()`. */
+/**
+ * A streaming agent whose model says a piece each event-loop turn (as one reading a socket does) and holds
+ * before piece `holdAt` until `open()`.
+ */
 function heldAgent(store: DurableStore, holdAt: number) {
   const held = gate();
   const model = scriptedModel([{ text: answer }], {
     streamPieces: 6,
     onPiece: async ({ index }) => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (index === holdAt) await held.opened;
     },
   });

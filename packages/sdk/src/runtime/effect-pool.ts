@@ -11,7 +11,7 @@ import { storableJson } from '../json.js';
 import type { EffectOutcome, JournalEntry } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { boundedTry } from './bounded-try.js';
-import { backoffDelay, type RunWriter } from './run-writer.js';
+import { backoffDelay, type RunWriter, type StreamTail } from './run-writer.js';
 import type {
   ChildRunResult,
   DurableDefinition,
@@ -171,10 +171,17 @@ export class EffectPool<State, Input, Output> {
   private async settle(command: PerformCommand, state: State): Promise<void> {
     try {
       const outcome = await this.perform(command, state);
-      // What the call said is in the stream log before its outcome is journaled: a settled call is never
-      // made again, so nothing else could complete its stream.
-      if (this.stream !== undefined) await this.stream.flush();
-      const entry = this.writer.recordSettled(command.id, outcome);
+      // What the call said is in the stream log no later than its outcome is journaled: a settled call is never
+      // made again, so nothing else could complete its stream. On a store that takes them so, its last chunks
+      // ride with the write that journals the outcome (one write less per model call); else they go first.
+      const stream = this.stream;
+      let tail: StreamTail | undefined;
+      if (stream?.rides === true) {
+        const chunks = await stream.takeTail();
+        const last = chunks.at(-1)?.position ?? 0;
+        tail = { chunks, landed: () => stream.landed(last) };
+      } else if (stream !== undefined) await stream.flush();
+      const entry = this.writer.recordSettled(command.id, outcome, tail);
       this.history.effectSettled(command, outcome, entry.at);
       // While others still run, a non-idempotent outcome is written at once. The last one to settle is
       // handed straight to the step: the checkpoint right after records it (one write less per trip), or

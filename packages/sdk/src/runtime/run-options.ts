@@ -4,7 +4,7 @@ import type { DurableStore, Lease, RunRecord, StoredRun } from '../store/contrac
 import type { Attempt } from './attempt.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { StoreRetryPolicy } from './run-writer.js';
-import type { StreamOptions } from './run-stream.js';
+import type { StreamOptions } from './stream-options.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
 
 /** Everything one attempt at a run needs. */

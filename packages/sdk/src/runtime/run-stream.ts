@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from '../clock.js';
-import { CairnError, isCairnError, RunSuspendedError } from '../errors.js';
+import { isCairnError, RunSuspendedError } from '../errors.js';
 import type { ModelStreamPart } from '../model.js';
 import {
   maxStreamName,
@@ -11,14 +11,7 @@ import {
 import type { DurableStore } from '../store/contract.js';
 import type { Attempt } from './attempt.js';
 import { retryStoreCall, type StoreRetryPolicy } from './run-writer.js';
-
-/** How a run's stream is written: deltas are held briefly and appended together. */
-export interface StreamOptions {
-  /** How long a delta is held before it is appended with those that came after it. @defaultValue 40 */
-  coalesceMs?: number;
-  /** Characters held at which they are appended at once, however young. @defaultValue 400 */
-  coalesceChars?: number;
-}
+import type { StreamOptions } from './stream-options.js';
 
 /**
  * The stream an attempt writes, when its run streams (`stream` set) and its store keeps streams; otherwise
@@ -46,6 +39,7 @@ export function openRunStream(
     options.clock,
     options.storeRetry,
     stream === true ? {} : stream,
+    store.streamsWithCheckpoints === true,
   );
 }
 
@@ -70,8 +64,9 @@ interface Held {
  * unknown outcome (the store skips what landed). The first append learns the run's highest position: when an
  * earlier attempt streamed, each unit this attempt streams starts with a `superseded` marker, since a unit is
  * streamed again only when its call is made again (a settled call is reused, never re-run); a retry within the
- * attempt starts with one too. `flush` is awaited before an effect's outcome is journaled, so every settled
- * answer's deltas are in the log before anything builds on it.
+ * attempt starts with one too. Before an effect's outcome is journaled, either `flush` is awaited or (on a
+ * store that writes chunks with checkpoints) `takeTail` hands what is left to the write that journals it, so
+ * every settled answer's deltas are in the log no later than the answer.
  */
 export class RunStream {
   private held: Held[] = [];
@@ -81,8 +76,13 @@ export class RunStream {
   /** An append is queued that has not started: it takes everything held when it does. */
   private queued = false;
   private failure: { error: unknown } | undefined;
-  /** The highest position stored, once the first append learned it. */
+  /** The highest position given to a chunk, once the first append learned where the log stood. */
   private highest: number | undefined;
+  /**
+   * Chunks handed to a write that journals an answer (`takeTail`) and not known written yet: the next append
+   * sends them first (the store skips them if that write landed), so no later chunk can land before them.
+   */
+  private tail: StreamChunk[] = [];
   /** An earlier attempt streamed: units this one streams supersede what they said before. */
   private streamedBefore = false;
   private readonly marked = new Set<string>();
@@ -100,6 +100,8 @@ export class RunStream {
     private readonly clock: Clock,
     private readonly retry: StoreRetryPolicy,
     options: StreamOptions = {},
+    /** The store writes chunks with checkpoints: a call's last chunks may ride with its answer (`takeTail`). */
+    readonly rides = false,
   ) {
     this.coalesceMs = options.coalesceMs ?? 40;
     this.coalesceChars = options.coalesceChars ?? 400;
@@ -140,6 +142,36 @@ export class RunStream {
     this.send();
     await this.sending;
     if (this.failure !== undefined) throw this.failure.error;
+  }
+
+  /**
+   * What is held, as chunks, for the write that journals an effect's answer to carry (see `StreamTail`): taken
+   * now, so an append queued and not started finds nothing to send, and given positions after the appends on
+   * their way. The chunks of earlier tails not known written go with them.
+   */
+  async takeTail(): Promise<StreamChunk[]> {
+    this.timer?.cancel();
+    this.timer = undefined;
+    const batch = this.held;
+    this.held = [];
+    this.heldChars = 0;
+    const taking = this.sending.then(async () => {
+      if (this.failure !== undefined || this.closed || this.disabled) return [];
+      this.tail.push(...(await this.positioned(batch)));
+      return [...this.tail];
+    });
+    this.sending = taking.then(
+      () => undefined,
+      (error: unknown) => void (this.failure ??= { error }),
+    );
+    const chunks = await taking.catch(() => []);
+    if (this.failure !== undefined) throw this.failure.error;
+    return chunks;
+  }
+
+  /** The chunks of a tail up to `position` are written (with the answer they belong to). */
+  landed(position: number): void {
+    this.tail = this.tail.filter((chunk) => chunk.position > position);
   }
 
   /**
@@ -188,7 +220,8 @@ export class RunStream {
     this.timer = undefined;
     if (this.held.length === 0 || this.queued) return;
     this.queued = true;
-    this.sending = this.sending.then(async () => {
+    // One event-loop turn later: an answer that ends in this turn (a burst) hands its deltas to `takeTail`.
+    this.sending = this.sending.then(nextTurn).then(async () => {
       this.queued = false;
       const batch = this.held;
       this.held = [];
@@ -209,11 +242,17 @@ export class RunStream {
     });
   }
 
-  private async append(batch: readonly Held[]): Promise<void> {
-    const call = <T>(write: () => Promise<T>) =>
-      retryStoreCall(write, this.attempt, this.clock, this.retry);
+  private call<T>(write: () => Promise<T>): Promise<T> {
+    return retryStoreCall(write, this.attempt, this.clock, this.retry);
+  }
+
+  /**
+   * Gives held deltas their positions, after the last one given (the first time, after where the log stands),
+   * with the markers an earlier attempt's chunks call for.
+   */
+  private async positioned(batch: readonly Held[]): Promise<StreamChunk[]> {
     if (this.highest === undefined) {
-      this.highest = await call(() => this.store.streamPosition(this.attempt.runId));
+      this.highest = await this.call(() => this.store.streamPosition(this.attempt.runId));
       this.streamedBefore = this.highest > 0;
     }
     const chunks: StreamChunk[] = [];
@@ -229,13 +268,22 @@ export class RunStream {
       }
       chunks.push({ position: (position += 1), unit, part, at });
     }
-    if (chunks.length === 0) return;
-    await call(() => this.store.appendStream(this.attempt.fence, chunks));
     this.highest = position;
     for (const chunk of chunks)
       if (chunk.part.type !== 'superseded') this.saidUnits.add(chunk.unit);
+    return chunks;
+  }
+
+  /** Appends a batch, after the chunks of a tail not known written (which the store skips if they were). */
+  private async append(batch: readonly Held[]): Promise<void> {
+    const chunks = [...this.tail, ...(await this.positioned(batch))];
+    if (chunks.length === 0) return;
+    await this.call(() => this.store.appendStream(this.attempt.fence, chunks));
+    this.landed(chunks.at(-1)!.position);
   }
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Two deltas of one unit appended as one chunk, when they continue each other. */
 function mergeParts(held: StreamPart, next: StreamPart): StreamPart | undefined {
@@ -275,52 +323,6 @@ function pieces(text: string): string[] {
     at = end;
   }
   return cut;
-}
-
-/**
- * Checks `stream` options where they are given (a worker's, a definition's), so a bad value is a typed error
- * at once, not a run that fails later.
- */
-export function checkStreamOptions(stream: boolean | StreamOptions | undefined): void {
-  if (stream === undefined || typeof stream === 'boolean') return;
-  const { coalesceMs, coalesceChars } = stream;
-  if (coalesceMs !== undefined && !(Number.isFinite(coalesceMs) && coalesceMs >= 0)) {
-    throw new CairnError(
-      'INVALID_ARGUMENT',
-      `stream.coalesceMs must be a number of ms from 0, not ${coalesceMs}.`,
-    );
-  }
-  if (coalesceChars !== undefined && !(Number.isSafeInteger(coalesceChars) && coalesceChars >= 1)) {
-    throw new CairnError(
-      'INVALID_ARGUMENT',
-      `stream.coalesceChars must be a whole number from 1, not ${coalesceChars}.`,
-    );
-  }
-}
-
-/**
- * Refuses `stream` on a store that keeps no stream log (a store of its own without `appendStream`,
- * `readStream` and `streamPosition`), where it is configured: silently not streaming would leave a chat UI
- * waiting on a run that says nothing.
- */
-export function checkStreamStore(
-  store: DurableStore,
-  stream: boolean | StreamOptions | undefined,
-  what = 'This run',
-): void {
-  if (stream === undefined || stream === false) return;
-  if (
-    store.appendStream !== undefined &&
-    store.readStream !== undefined &&
-    store.streamPosition !== undefined
-  ) {
-    return;
-  }
-  throw new CairnError(
-    'INVALID_ARGUMENT',
-    `${what} would stream, but its store keeps no stream log (it has no appendStream, readStream and streamPosition): ` +
-      'use a store that has them (memory, Postgres, Redis) or turn stream off.',
-  );
 }
 
 const isStreamName = (value: unknown): value is string =>

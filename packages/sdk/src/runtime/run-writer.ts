@@ -8,6 +8,7 @@ import type {
   SnapshotStore,
   StatusUpdate,
 } from '../store/contract.js';
+import type { StreamChunk, StreamStore } from '../store/stream.js';
 import type { Attempt } from './attempt.js';
 
 /**
@@ -51,6 +52,16 @@ export function backoffDelay(try_: number, initialDelayMs: number, maxDelayMs: n
 }
 
 /**
+ * A model call's last stream chunks, handed over with its answer: they ride with the write that journals the
+ * answer (a checkpoint, on a store that takes them so, or appended just before a journal append), never after
+ * it. `landed` tells the stream they are written.
+ */
+export interface StreamTail {
+  chunks: readonly StreamChunk[];
+  landed(): void;
+}
+
+/**
  * Every write one attempt makes: journal marks (buffered, flushed before anything that must be durable
  * first), checkpoints and status changes. Writes are serialized, fenced by the attempt's epoch, retried
  * with backoff while the store's errors are retryable, and turned into `RunSuspendedError` when they keep
@@ -67,9 +78,12 @@ export class RunWriter {
   private landed = false;
   /** The status of the last checkpoint written. */
   private written: Checkpoint['status'] | undefined;
+  /** Stream tails of settled calls whose marks are not written yet: the next write carries them. */
+  private tails: StreamTail[] = [];
 
   constructor(
-    private readonly store: SnapshotStore,
+    private readonly store: SnapshotStore &
+      Partial<StreamStore> & { streamsWithCheckpoints?: boolean },
     private readonly attempt: Attempt,
     private readonly clock: Clock,
     private readonly retry: StoreRetryPolicy,
@@ -114,7 +128,9 @@ export class RunWriter {
   recordSettled(
     effectId: string,
     outcome: EffectOutcome,
+    tail?: StreamTail,
   ): Extract<JournalEntry, { type: 'settled' }> {
+    if (tail !== undefined && tail.chunks.length > 0) this.tails.push(tail);
     const entry = {
       seq: ++this.seq,
       type: 'settled' as const,
@@ -136,6 +152,7 @@ export class RunWriter {
       const entries = [...this.buffer];
       const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
       await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
+      await this.appendTails();
       await this.withRetry(() => this.store.append(this.attempt.fence, entries));
       this.landed = true;
       this.dropThrough(entries.at(-1)!.seq);
@@ -172,8 +189,15 @@ export class RunWriter {
       if (this.suspension !== undefined) throw this.suspension;
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
-      const receipt = await this.withRetry(() => this.store.save(this.attempt.fence, checkpoint));
+      const tails = this.tails;
+      const riding = tails.length > 0 && this.store.streamsWithCheckpoints === true;
+      if (!riding) await this.appendTails();
+      const carried = riding
+        ? { ...checkpoint, stream: tails.flatMap((tail) => tail.chunks) }
+        : checkpoint;
+      const receipt = await this.withRetry(() => this.store.save(this.attempt.fence, carried));
       if (!receipt.written) return receipt;
+      if (riding) this.landedTails(tails);
       this.landed = true;
       this.written = checkpoint.status;
       this.dropThrough(checkpoint.journalSeq);
@@ -190,6 +214,20 @@ export class RunWriter {
   /** Changes the status, keeping checkpoint and journal. One try only: used while stopping. */
   updateStatus(update: StatusUpdate): Promise<void> {
     return this.serialized(() => this.store.updateStatus(this.attempt.fence, update));
+  }
+
+  /** Appends the stream tails waiting for a write, on their own: before a journal append that needs them first. */
+  private async appendTails(): Promise<void> {
+    const tails = this.tails;
+    if (tails.length === 0 || this.store.appendStream === undefined) return;
+    const chunks = tails.flatMap((tail) => tail.chunks);
+    await this.withRetry(() => this.store.appendStream!(this.attempt.fence, chunks));
+    this.landedTails(tails);
+  }
+
+  private landedTails(tails: readonly StreamTail[]): void {
+    this.tails = this.tails.filter((tail) => !tails.includes(tail));
+    for (const tail of tails) tail.landed();
   }
 
   /** Forgets buffered marks up to `seq`: a write made them durable. */

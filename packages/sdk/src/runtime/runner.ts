@@ -6,7 +6,7 @@ import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
 import { defaultStoreRetry, type StoreRetryPolicy } from './run-writer.js';
-import { checkStreamOptions, checkStreamStore, type StreamOptions } from './run-stream.js';
+import { checkStreamOptions, checkStreamStore, type StreamOptions } from './stream-options.js';
 import type { BoundaryHook, DurableDefinition } from './step-function.js';
 import { cairnTracer } from './tracing.js';
 

@@ -1,6 +1,6 @@
 import type { SerializedError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import type { StreamStore } from './stream.js';
+import type { StreamChunk, StreamStore } from './stream.js';
 import type { NewSignal, RunSignal, RunWait, SignalReceipt } from './waits.js';
 
 /**
@@ -189,6 +189,13 @@ export interface Checkpoint {
    * @defaultValue false
    */
   unlessMail?: boolean;
+  /**
+   * Stream chunks written with this checkpoint, in the same atomic write and only if it is written, as
+   * `appendStream` would write them (the same checks; chunks at or below the run's highest position skipped).
+   * Sent only to a store whose `streamsWithCheckpoints` is true: the last chunks of a model call ride with the
+   * write that journals its answer instead of costing a write of their own.
+   */
+  stream?: readonly StreamChunk[];
 }
 
 /** What a store says of a checkpoint it accepted. */
@@ -413,4 +420,6 @@ export type DurableStore = SnapshotStore &
   LeaseStore &
   Partial<StreamStore> & {
     subscribe?(onWork: () => void): Promise<() => Promise<void>>;
+    /** `save` writes a checkpoint's `stream` chunks with it (see `Checkpoint.stream`). */
+    readonly streamsWithCheckpoints?: boolean;
   };

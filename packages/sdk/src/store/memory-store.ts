@@ -54,9 +54,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
   } = memoryRuns();
   // Incarnations never repeat within a store: a re-created run id is told apart from the one deleted.
   let incarnations = 0;
+  const { planAppend, appendStream, readStream, streamPosition } = memoryStreams(runs, fence);
 
   return {
-    ...memoryStreams(runs, fence),
+    appendStream,
+    readStream,
+    streamPosition,
+    streamsWithCheckpoints: true,
 
     async create(init: NewRun) {
       const existing = runs.get(init.runId);
@@ -125,7 +129,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       };
     },
 
-    async save(target, checkpoint: Checkpoint) {
+    async save(target, { stream = [], ...checkpoint }: Checkpoint) {
       if (checkpoint.status === 'waiting') {
         checkRunWait(checkpoint.wait as never);
         if (checkpoint.release !== true || target.root !== undefined) {
@@ -148,6 +152,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       if (checkpoint.journalSeq < run.checkpointSeq) {
         throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
       }
+      // Checked before anything changes: a bad chunk refuses the whole checkpoint.
+      const writeStream = planAppend(run, target.runId, stream);
       if (checkpoint.release === true && target.root === undefined) {
         run.record.owner = null;
         run.record.leaseUntil = null;
@@ -171,6 +177,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       run.record = record;
       run.checkpointSeq = copy.journalSeq;
       run.journal = run.journal.filter((entry) => entry.seq > copy.journalSeq);
+      writeStream();
       if (copy.signalsConsumed !== undefined && copy.signalsConsumed > run.signalsConsumed) {
         run.signalsConsumed = Math.min(copy.signalsConsumed, run.signals.length);
       }

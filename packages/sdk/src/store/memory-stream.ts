@@ -17,19 +17,33 @@ import {
 export function memoryStreams(
   runs: ReadonlyMap<string, MemoryRun>,
   fence: (target: Fence) => MemoryRun,
-): StreamStore {
+): StreamStore & {
+  /**
+   * Checks chunks for a run (fenced already) and returns what writes them: a checkpoint that carries them checks
+   * before it changes anything, and writes them with its own changes.
+   */
+  planAppend(run: MemoryRun, runId: string, chunks: readonly StreamChunk[]): () => void;
+} {
   const logs = new WeakMap<MemoryRun, StreamChunk[]>();
   const logOf = (run: MemoryRun | undefined): readonly StreamChunk[] =>
     (run === undefined ? undefined : logs.get(run)) ?? [];
+  const planAppend = (run: MemoryRun, runId: string, chunks: readonly StreamChunk[]) => {
+    checkStreamChunks(runId, chunks);
+    const log = logs.get(run) ?? [];
+    const kept = jsonClone(
+      streamChunksToKeep(runId, log.at(-1)?.position ?? 0, chunks) as StreamChunk[],
+    );
+    return () => {
+      log.push(...kept);
+      logs.set(run, log);
+    };
+  };
 
   return {
+    planAppend,
     async appendStream(target, chunks) {
       checkStreamChunks(target.runId, chunks);
-      const run = fence(target);
-      const log = logs.get(run) ?? [];
-      const kept = streamChunksToKeep(target.runId, log.at(-1)?.position ?? 0, chunks);
-      log.push(...jsonClone(kept as StreamChunk[]));
-      logs.set(run, log);
+      planAppend(fence(target), target.runId, chunks)();
     },
     async readStream(runId, options) {
       const after = streamReadAfter(options);

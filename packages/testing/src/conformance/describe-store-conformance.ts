@@ -12,6 +12,7 @@ import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
 import { stallTests } from './stall-tests.js';
 import { streamTests } from './stream-tests.js';
+import { checkpointStreamTests } from './checkpoint-stream-tests.js';
 import { waitOrderTests } from './wait-order-tests.js';
 import { waitRecoveryTests } from './wait-recovery-tests.js';
 import { waitTests } from './wait-tests.js';
@@ -43,5 +44,6 @@ export function describeStoreConformance(
     describe('runs that wait: signal order', () => waitOrderTests(ctx));
     describe('runs that wait: recovery', () => waitRecoveryTests(ctx));
     describe('stream logs', () => streamTests(ctx));
+    describe('stream chunks with checkpoints', () => checkpointStreamTests(ctx));
   });
 }
