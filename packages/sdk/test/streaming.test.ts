@@ -71,7 +71,7 @@ describe('a run that streams', () => {
       let appends = 0;
       const counted: DurableStore = {
         ...store,
-        streamsWithCheckpoints: rides,
+        streamsWithWrites: rides,
         appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
       };
       // Every piece at once (no await between them), as a model that answers whole, or a burst, does.

@@ -91,8 +91,8 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   prune(options: PruneOptions): Promise<number>;
   /** Appends to a run's stream log under the fence, in one statement with other runs' appends. */
   appendStream: StreamStore['appendStream'];
-  /** A checkpoint's `stream` chunks are written in its statement. */
-  readonly streamsWithCheckpoints: true;
+  /** The stream chunks a checkpoint or journal append carries are written in its statement. */
+  readonly streamsWithWrites: true;
   /** Reads a run's stream log from a position. */
   readStream: StreamStore['readStream'];
   /** The highest position in a run's stream log, 0 when it has none. */
@@ -233,7 +233,7 @@ export function pgStore(options: PgStoreOptions): PgStore {
         else writes.storedItems.rememberLoaded(runId, found.stored.version, found.stored.arrays);
         return found.loaded;
       }),
-    streamsWithCheckpoints: true,
+    streamsWithWrites: true,
     save: async (fence, checkpoint) => {
       checkCheckpoint(fence, checkpoint);
       checkStreamChunks(fence.runId, checkpoint.stream ?? []);
@@ -247,8 +247,10 @@ export function pgStore(options: PgStoreOptions): PgStore {
       if (answer.written && checkpoint.release === true) leases.releasedBySave(fence);
       return answer;
     },
-    append: (fence, entries) =>
-      fenced(fence, 'append to the journal', () => writes.append(fence, entries)),
+    append: async (fence, entries, stream) => {
+      checkStreamChunks(fence.runId, stream ?? []);
+      await fenced(fence, 'append to the journal', () => writes.append(fence, entries, stream));
+    },
     appendStream: async (fence, chunks) => {
       checkStreamChunks(fence.runId, chunks);
       await fenced(fence, 'append to the stream', () => writes.appendStream(fence, chunks));

@@ -31,7 +31,7 @@ export class BatchedWrites {
   /** What this instance knows is stored of each run's long arrays, so a checkpoint sends only what is new. */
   readonly storedItems = new StoredItems();
   private readonly checkpoints: WriteBatcher<CheckpointWrite, SaveOutcome>;
-  private readonly appends: WriteBatcher<JournalWrite, LeaseLostError | undefined>;
+  private readonly appends: WriteBatcher<JournalWrite, LeaseLostError | CairnError | undefined>;
   private readonly streams: WriteBatcher<StreamWrite, CairnError | undefined>;
   private readonly creations: WriteBatcher<NewRun, { created: boolean; run: RunRecord }>;
 
@@ -80,8 +80,12 @@ export class BatchedWrites {
     return this.creations.submit(run);
   }
 
-  append(fence: Fence, entries: readonly JournalEntry[]): Promise<LeaseLostError | undefined> {
-    return this.appends.submit({ fence, entries });
+  append(
+    fence: Fence,
+    entries: readonly JournalEntry[],
+    stream?: readonly StreamChunk[],
+  ): Promise<LeaseLostError | CairnError | undefined> {
+    return this.appends.submit({ fence, entries, stream: streamRows(stream) });
   }
 
   /**

@@ -201,8 +201,8 @@ describe('the batch statements themselves', () => {
       pg.sql(),
       names,
       [
-        { fence: current, entries: [mark(1, 'current')] },
-        { fence: stale, entries: [mark(1, 'stale')] },
+        { fence: current, entries: [mark(1, 'current')], stream: [] },
+        { fence: stale, entries: [mark(1, 'stale')], stream: [] },
       ],
       true,
     );

@@ -139,7 +139,7 @@ function watchWrites(
           appendStream: guard('appendStream', store.appendStream.bind(store)),
           readStream: store.readStream.bind(store),
           streamPosition: store.streamPosition.bind(store),
-          ...(store.streamsWithCheckpoints === true ? { streamsWithCheckpoints: true } : {}),
+          ...(store.streamsWithWrites === true ? { streamsWithWrites: true } : {}),
         }),
   };
 }

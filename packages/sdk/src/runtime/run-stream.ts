@@ -39,7 +39,7 @@ export function openRunStream(
     options.clock,
     options.storeRetry,
     stream === true ? {} : stream,
-    store.streamsWithCheckpoints === true,
+    store.streamsWithWrites === true,
   );
 }
 

@@ -53,8 +53,8 @@ export function backoffDelay(try_: number, initialDelayMs: number, maxDelayMs: n
 
 /**
  * A model call's last stream chunks, handed over with its answer: they ride with the write that journals the
- * answer (a checkpoint, on a store that takes them so, or appended just before a journal append), never after
- * it. `landed` tells the stream they are written.
+ * answer (a checkpoint or a journal append, on a store that takes them so; else appended just before it), never
+ * after it. `landed` tells the stream they are written.
  */
 export interface StreamTail {
   chunks: readonly StreamChunk[];
@@ -82,8 +82,7 @@ export class RunWriter {
   private tails: StreamTail[] = [];
 
   constructor(
-    private readonly store: SnapshotStore &
-      Partial<StreamStore> & { streamsWithCheckpoints?: boolean },
+    private readonly store: SnapshotStore & Partial<StreamStore> & { streamsWithWrites?: boolean },
     private readonly attempt: Attempt,
     private readonly clock: Clock,
     private readonly retry: StoreRetryPolicy,
@@ -152,8 +151,16 @@ export class RunWriter {
       const entries = [...this.buffer];
       const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
       await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
-      await this.appendTails();
-      await this.withRetry(() => this.store.append(this.attempt.fence, entries));
+      const tails = this.tails;
+      const riding = tails.length > 0 && this.store.streamsWithWrites === true;
+      if (riding) {
+        const chunks = tails.flatMap((tail) => tail.chunks);
+        await this.withRetry(() => this.store.append(this.attempt.fence, entries, chunks));
+        this.landedTails(tails);
+      } else {
+        await this.appendTails();
+        await this.withRetry(() => this.store.append(this.attempt.fence, entries));
+      }
       this.landed = true;
       this.dropThrough(entries.at(-1)!.seq);
       await this.attempt.pass({ point: 'journal.after', runId: this.attempt.runId, entries: ids });
@@ -190,7 +197,7 @@ export class RunWriter {
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
       const tails = this.tails;
-      const riding = tails.length > 0 && this.store.streamsWithCheckpoints === true;
+      const riding = tails.length > 0 && this.store.streamsWithWrites === true;
       if (!riding) await this.appendTails();
       const carried = riding
         ? { ...checkpoint, stream: tails.flatMap((tail) => tail.chunks) }

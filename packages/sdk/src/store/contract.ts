@@ -192,8 +192,8 @@ export interface Checkpoint {
   /**
    * Stream chunks written with this checkpoint, in the same atomic write and only if it is written, as
    * `appendStream` would write them (the same checks; chunks at or below the run's highest position skipped).
-   * Sent only to a store whose `streamsWithCheckpoints` is true: the last chunks of a model call ride with the
-   * write that journals its answer instead of costing a write of their own.
+   * Sent only to a store whose `streamsWithWrites` is true: the last chunks of a model call ride with the
+   * write that journals its answer (this, or a journal append) instead of costing a write of their own.
    */
   stream?: readonly StreamChunk[];
 }
@@ -262,9 +262,15 @@ export interface SnapshotStore {
    * appended to the run (kept across checkpoints) are skipped, so an append retried after an unknown outcome never
    * duplicates an entry. An append with an entry at or below the stored checkpoint's `journalSeq` is refused with
    * `LeaseLostError` and writes nothing: it was made from an older checkpoint than the one stored (or one whose
-   * snapshot lied), and reporting its marks written would lose a write-ahead mark.
+   * snapshot lied), and reporting its marks written would lose a write-ahead mark. `stream`: chunks written with
+   * the entries, as a checkpoint's are (see `Checkpoint.stream`), sent only to a store whose `streamsWithWrites`
+   * is true.
    */
-  append(fence: Fence, entries: readonly JournalEntry[]): Promise<void>;
+  append(
+    fence: Fence,
+    entries: readonly JournalEntry[],
+    stream?: readonly StreamChunk[],
+  ): Promise<void>;
   /**
    * Changes only the status (and error, and stalls), keeping the snapshot and the journal: how a run is marked
    * suspended or cancelled without losing what its journal holds. `waiting` is refused with `INVALID_ARGUMENT`
@@ -420,6 +426,6 @@ export type DurableStore = SnapshotStore &
   LeaseStore &
   Partial<StreamStore> & {
     subscribe?(onWork: () => void): Promise<() => Promise<void>>;
-    /** `save` writes a checkpoint's `stream` chunks with it (see `Checkpoint.stream`). */
-    readonly streamsWithCheckpoints?: boolean;
+    /** `save` and `append` write the stream chunks they are given with their own write (`Checkpoint.stream`). */
+    readonly streamsWithWrites?: boolean;
   };

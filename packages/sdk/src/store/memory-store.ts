@@ -60,7 +60,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
     appendStream,
     readStream,
     streamPosition,
-    streamsWithCheckpoints: true,
+    streamsWithWrites: true,
 
     async create(init: NewRun) {
       const existing = runs.get(init.runId);
@@ -129,7 +129,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       };
     },
 
-    async save(target, { stream = [], ...checkpoint }: Checkpoint) {
+    async save(target, carried: Checkpoint) {
+      const checkpoint = carried.stream === undefined ? carried : withoutStream(carried);
       if (checkpoint.status === 'waiting') {
         checkRunWait(checkpoint.wait as never);
         if (checkpoint.release !== true || target.root !== undefined) {
@@ -153,7 +154,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
         throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
       }
       // Checked before anything changes: a bad chunk refuses the whole checkpoint.
-      const writeStream = planAppend(run, target.runId, stream);
+      const writeStream = carried.stream && planAppend(run, target.runId, carried.stream);
       if (checkpoint.release === true && target.root === undefined) {
         run.record.owner = null;
         run.record.leaseUntil = null;
@@ -177,7 +178,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       run.record = record;
       run.checkpointSeq = copy.journalSeq;
       run.journal = run.journal.filter((entry) => entry.seq > copy.journalSeq);
-      writeStream();
+      writeStream?.();
       if (copy.signalsConsumed !== undefined && copy.signalsConsumed > run.signalsConsumed) {
         run.signalsConsumed = Math.min(copy.signalsConsumed, run.signals.length);
       }
@@ -185,10 +186,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       return { written: true, mail: mailAbove(run.signalsConsumed) };
     },
 
-    async append(target, entries) {
+    async append(target, entries, stream) {
       const run = fence(target);
       if (entries.some((entry) => entry.seq <= run.checkpointSeq))
         throw new LeaseLostError(target.runId, target.epoch, 'a newer checkpoint is stored');
+      if (stream !== undefined) planAppend(run, target.runId, stream)();
       for (const entry of jsonClone(entries)) {
         // A retried append whose first attempt landed repeats seqs that are already stored: skip them.
         if (entry.seq <= run.highestSeq) continue;
@@ -426,4 +428,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
       notify();
     },
   };
+}
+
+/** A checkpoint without the stream chunks it carried: what is kept of it. */
+function withoutStream({ stream: _stream, ...checkpoint }: Checkpoint): Checkpoint {
+  return checkpoint;
 }

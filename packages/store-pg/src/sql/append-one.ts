@@ -1,4 +1,4 @@
-import type { LeaseLostError } from '@cairn/sdk';
+import type { CairnError, LeaseLostError } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import { mayApply } from '../fence.js';
 import type { Names } from '../names.js';
@@ -20,9 +20,9 @@ import {
 export async function appendOne(
   db: Db,
   names: Names,
-  { fence, entries }: JournalWrite,
+  { fence, entries, stream }: JournalWrite,
   wait: boolean,
-): Promise<LeaseLostError | 'busy' | undefined> {
+): Promise<LeaseLostError | CairnError | 'busy' | undefined> {
   // An entry not above an earlier one of the same write is skipped, as the batch statement does.
   const seqs: number[] = [];
   const lines: string[] = [];
@@ -38,11 +38,14 @@ export async function appendOne(
   const rows = await query(
     db,
     `WITH c AS (
-       SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq AS floor,
+       SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq AS floor, r.created_seq,
               octet_length(r.journal) AS journal_bytes,
               coalesce($7::bigint <= r.checkpoint_seq, false) AS superseded,
               r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
          FROM ${names.runs} r WHERE r.run_id = $1::text FOR UPDATE${wait ? '' : ' SKIP LOCKED'}
+     ), head AS (
+       -- The stream's highest position, read after the lock, when the append carries chunks.
+       SELECT ${names.streamPosition}(c.created_seq) AS highest FROM c WHERE $8::bigint IS NOT NULL
      ), accepted AS (
        SELECT i.seq, i.line FROM c, unnest($4::bigint[], $5::text[]) AS i(seq, line)
         WHERE c.floor IS NULL OR i.seq > c.floor
@@ -55,14 +58,23 @@ export async function appendOne(
                              THEN r.journal || coalesce(p.lines, '') ELSE r.journal END
          FROM c, placed p
         WHERE r.run_id = c.run_id AND ${mayApply} AND NOT c.superseded
-       RETURNING c.journal_bytes + coalesce(octet_length(p.lines), 0) > ${inlineJournalBytes} AS spilled
+          -- Chunks it carries must follow the stream (none past the next position), as an append's do.
+          AND ($8::bigint IS NULL OR $8::bigint <= (SELECT highest FROM head) + 1)
+       RETURNING c.created_seq, c.journal_bytes + coalesce(octet_length(p.lines), 0) > ${inlineJournalBytes} AS spilled
      ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
        SELECT $1::text, $3::bigint, a.seq, a.line FROM fenced f, accepted a WHERE f.spilled
+     ), streamed AS (
+       -- Chunks at or below the highest position landed before (a retried write): skipped.
+       INSERT INTO ${names.runStream} (run_seq, position, at, unit, part)
+       SELECT f.created_seq, i.position, i.at, i.unit, i.part
+         FROM fenced f, unnest($9::bigint[], $10::float8[], $11::text[], $12::text[])
+                AS i(position, at, unit, part)
+        WHERE i.position > (SELECT highest FROM head)
      )
      SELECT 0, c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
             c.run_id IS NULL AND EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = $1::text),
-            EXISTS (SELECT 1 FROM fenced)
+            EXISTS (SELECT 1 FROM fenced), (SELECT highest FROM head)::float8
        FROM (SELECT 1) AS one LEFT JOIN c ON true`,
     [
       fence.runId,
@@ -72,7 +84,12 @@ export async function appendOne(
       lines,
       highest,
       seqs.length === 0 ? null : Math.min(...seqs),
+      stream[0]?.position ?? null,
+      stream.map((chunk) => chunk.position),
+      stream.map((chunk) => chunk.at),
+      stream.map((chunk) => chunk.unit),
+      stream.map((chunk) => chunk.part),
     ],
   );
-  return appendOutcomeOf(fence, rows[0]!, entries);
+  return appendOutcomeOf(fence, rows[0]!, entries, stream);
 }

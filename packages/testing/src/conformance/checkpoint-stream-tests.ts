@@ -1,20 +1,21 @@
 import { expect, it, type TestContext } from 'vitest';
 import { CairnError, LeaseLostError, type DurableStore, type StreamStore } from '@cairn/sdk';
-import { checkpoint, longTtlMs, newRun, type ConformanceContext } from './context.js';
+import { checkpoint, entries, longTtlMs, newRun, type ConformanceContext } from './context.js';
 import { textChunks } from './stream-tests.js';
 
-type Riding = DurableStore & StreamStore & { streamsWithCheckpoints: true };
+type Riding = DurableStore & StreamStore & { streamsWithWrites: true };
 
 /** The store under test, or the test skipped when its checkpoints carry no stream chunks (it need not). */
 async function riding(ctx: ConformanceContext, t: TestContext): Promise<Riding> {
   const store = await ctx.store();
-  if (store.streamsWithCheckpoints !== true || store.appendStream === undefined) t.skip();
+  if (store.streamsWithWrites !== true || store.appendStream === undefined) t.skip();
   return store as Riding;
 }
 
 /**
- * Registers `Checkpoint.stream` for a store whose `streamsWithCheckpoints` is true: a checkpoint's chunks are
- * written with it and only with it, as an append would write them.
+ * Registers `Checkpoint.stream` and `append`'s `stream` for a store whose `streamsWithWrites` is true: the
+ * chunks a checkpoint or a journal append carries are written with it and only with it, as a stream append
+ * would write them.
  */
 export function checkpointStreamTests(ctx: ConformanceContext): void {
   it('writes the chunks a checkpoint carries with it, after those appended, and nothing twice when retried', async (t) => {
@@ -57,5 +58,26 @@ export function checkpointStreamTests(ctx: ConformanceContext): void {
     expect((gap as CairnError).code).toBe('INVALID_ARGUMENT');
     expect(await store.readStream(init.runId)).toEqual(textChunks('u', 1, 1));
     expect((await store.load(init.runId))!.run.snapshot).toEqual(init.snapshot);
+  });
+
+  it('writes the chunks a journal append carries with its entries, and none when it refuses it', async (t) => {
+    const store = await riding(ctx, t);
+    const init = newRun();
+    await store.create(init);
+    const old = (await store.acquire(init.runId, { owner: 'a', ttlMs: longTtlMs }))!;
+    await store.release(old);
+    const lease = (await store.acquire(init.runId, { owner: 'b', ttlMs: longTtlMs }))!;
+    await store.append(lease, entries(1, 2), textChunks('u', 1, 2));
+    // Retried (an unknown outcome): nothing twice.
+    await store.append(lease, entries(1, 2), textChunks('u', 1, 2));
+    await expect(store.append(old, entries(3), textChunks('u', 3, 1))).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    const gap = await store
+      .append(lease, entries(3), textChunks('u', 5, 1))
+      .catch((error: unknown) => error);
+    expect((gap as CairnError).code).toBe('INVALID_ARGUMENT');
+    expect(await store.readStream(init.runId)).toEqual(textChunks('u', 1, 2));
+    expect((await store.load(init.runId))!.journal.map((entry) => entry.seq)).toEqual([1, 2]);
   });
 }

@@ -44,6 +44,6 @@ export function describeStoreConformance(
     describe('runs that wait: signal order', () => waitOrderTests(ctx));
     describe('runs that wait: recovery', () => waitRecoveryTests(ctx));
     describe('stream logs', () => streamTests(ctx));
-    describe('stream chunks with checkpoints', () => checkpointStreamTests(ctx));
+    describe('stream chunks with writes', () => checkpointStreamTests(ctx));
   });
 }
