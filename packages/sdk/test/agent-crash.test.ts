@@ -137,7 +137,13 @@ describe('crash at every boundary of an agent that streams', () => {
               tools: world.tools,
               maxTrips: 6,
               output: z.object({ orderId: z.string(), charged: z.number() }),
-              durable: { store, clock, leaseMs: 30_000, stream: { coalesceChars: 8 } },
+              // Held to the end of each call: every call's chunks ride with the write journaling it.
+              durable: {
+                store,
+                clock,
+                leaseMs: 30_000,
+                stream: { coalesceChars: 10_000, coalesceMs: 60_000 },
+              },
             }),
           sideEffects: () => world.sideEffects,
         };

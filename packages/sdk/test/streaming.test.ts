@@ -61,11 +61,32 @@ describe('a run that streams', () => {
     expect(foldStream(chunks)).toMatchObject({ text: answer, superseded: [] });
   });
 
+  it('appends a burst said faster than the store writes as one chunk, not one per coalesceChars', async () => {
+    const store = memoryStore();
+    let appends = 0;
+    const counted: DurableStore = {
+      ...store,
+      streamsWithWrites: false,
+      appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
+    };
+    // Every piece at once (no await between them), as a model that answers whole, or a burst, does.
+    const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+    const agent = defineAgent({
+      name: 'talker',
+      model,
+      durable: { store: counted, stream: { coalesceChars: 20 } },
+    });
+    expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks).toEqual([expect.objectContaining({ part: { type: 'text', text: answer } })]);
+    expect(appends).toBe(1);
+  });
+
   it.each([
-    ['writes chunks with its checkpoints: the answer rides with the checkpoint', true, 0],
-    ['does not: one append before the checkpoint', false, 1],
+    ['writes them with its own writes: they ride with the one that journals the answer', true, 0],
+    ['does not: they are appended just before it', false, 1],
   ])(
-    'writes a burst said faster than the store writes as one chunk, on a store that %s',
+    'writes what a call said since its last append with its answer, on a store that %s',
     async (_, rides, expected) => {
       const store = memoryStore();
       let appends = 0;
@@ -74,16 +95,18 @@ describe('a run that streams', () => {
         streamsWithWrites: rides,
         appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
       };
-      // Every piece at once (no await between them), as a model that answers whole, or a burst, does.
-      const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+      // Paced like a provider's deltas, and held (no size or time reached) until the answer is complete.
+      const model = scriptedModel([{ text: answer }], {
+        streamPieces: 3,
+        onPiece: () => new Promise<void>((resolve) => setImmediate(resolve)),
+      });
       const agent = defineAgent({
         name: 'talker',
         model,
-        durable: { store: counted, stream: { coalesceChars: 20 } },
+        durable: { store: counted, stream: { coalesceChars: 10_000, coalesceMs: 60_000 } },
       });
       expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
-      const chunks = await chunksOf(store, 'r');
-      expect(chunks).toEqual([expect.objectContaining({ part: { type: 'text', text: answer } })]);
+      expect(foldStream(await chunksOf(store, 'r')).text).toBe(answer);
       expect(appends).toBe(expected);
     },
   );
@@ -139,8 +162,8 @@ describe('a run that streams', () => {
     });
     const holding = first.execute('go', { runId: 'r' });
     await atPiece;
-    // Of the six pieces of four characters said, what the size trigger appended (the tail may be held).
-    await until(async () => (await store.streamPosition!('r')) >= 1);
+    // The six pieces of four characters said before the hold, appended as the size trigger sent them.
+    await until(async () => foldStream(await chunksOf(store, 'r')).text === answer.slice(0, 24));
     const old = await store.streamPosition!('r');
     await storeClock.advance(1_001);
     const { output } = await second.resume('r');

@@ -220,8 +220,7 @@ export class RunStream {
     this.timer = undefined;
     if (this.held.length === 0 || this.queued) return;
     this.queued = true;
-    // One event-loop turn later: an answer that ends in this turn (a burst) hands its deltas to `takeTail`.
-    this.sending = this.sending.then(nextTurn).then(async () => {
+    this.sending = this.sending.then(async () => {
       this.queued = false;
       const batch = this.held;
       this.held = [];
@@ -282,8 +281,6 @@ export class RunStream {
     this.landed(chunks.at(-1)!.position);
   }
 }
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Two deltas of one unit appended as one chunk, when they continue each other. */
 function mergeParts(held: StreamPart, next: StreamPart): StreamPart | undefined {
