@@ -1,10 +1,4 @@
-import {
-  LeaseLostError,
-  streamGapError,
-  type CairnError,
-  type Fence,
-  type JournalEntry,
-} from '@cairn/sdk';
+import { LeaseLostError, type CairnError, type Fence, type JournalEntry } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import {
   checkedWrites,
@@ -18,6 +12,13 @@ import {
 } from '../fence.js';
 import type { Names } from '../names.js';
 import type { StreamRow } from './append-stream.js';
+import {
+  carriedFollows,
+  carriedGap,
+  carriedHead,
+  carriedInsert,
+  carriedRows,
+} from './carried-stream.js';
 
 /** One run's append: its entries, and the stream chunks it carries, under its fence. */
 export interface JournalWrite {
@@ -53,12 +54,7 @@ export async function appendJournals(
     `WITH ops AS (
        SELECT * FROM jsonb_to_recordset($1::text::jsonb)
                 AS o(${fenceColumns}, entries jsonb, stream_first bigint)
-     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, head AS (
-       -- The stream's highest position, read after the lock, for the writes that carry chunks.
-       SELECT c.ord, ${names.streamPosition}(t.created_seq) AS highest
-         FROM checked c JOIN ops o ON o.ord = c.ord JOIN locked t ON t.run_id = c.run_id
-        WHERE o.stream_first IS NOT NULL
-     ), input AS (
+     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, ${carriedHead(names)}, input AS (
        SELECT o.ord, (e ->> 'seq')::bigint AS seq, e ->> 'line' AS line,
               max((e ->> 'seq')::bigint) OVER (PARTITION BY o.ord ORDER BY n
                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier
@@ -81,24 +77,14 @@ export async function appendJournals(
               journal = CASE WHEN p.inline THEN r.journal || p.lines ELSE r.journal END
          FROM checked c JOIN ops o ON o.ord = c.ord LEFT JOIN placed p ON p.ord = c.ord
         WHERE r.run_id = c.run_id AND ${mayApply} AND o.ord NOT IN (SELECT s.ord FROM superseded s)
-          -- Chunks it carries must follow the stream (none past the next position), as an append's do.
-          AND (o.stream_first IS NULL
-               OR o.stream_first <= (SELECT h.highest FROM head h WHERE h.ord = c.ord) + 1)
+          AND ${carriedFollows}
        RETURNING o.ord, r.run_id, r.created_seq, o.epoch, p.inline = false AS spilled
      ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
        SELECT f.run_id, f.epoch, a.seq, a.line
          FROM fenced f JOIN accepted a ON a.ord = f.ord
         WHERE f.spilled
-     ), streamed AS (
-       -- Chunks at or below the highest position landed before (a retried write): skipped.
-       INSERT INTO ${names.runStream} (run_seq, position, at, unit, part)
-       SELECT f.created_seq, i.position, i.at, i.unit, i.part
-         FROM fenced f JOIN head h ON h.ord = f.ord
-         JOIN jsonb_to_recordset($2::text::jsonb)
-                AS i(ord int, position bigint, at float8, unit text, part text) ON i.ord = f.ord
-        WHERE i.position > h.highest
-     )
+     ), ${carriedInsert(names, '$2')}
      SELECT o.ord, ${fenceCheckColumns(names)}, f.ord IS NOT NULL, h.highest::float8
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN fenced f ON f.ord = o.ord
             LEFT JOIN head h ON h.ord = o.ord
@@ -114,9 +100,7 @@ export async function appendJournals(
           stream_first: stream[0]?.position ?? null,
         })),
       ),
-      JSON.stringify(
-        writes.flatMap(({ stream }, ord) => stream.map((chunk) => ({ ord, ...chunk }))),
-      ),
+      carriedRows(writes),
     ],
   );
   return writes.map(({ fence, entries, stream }, ord) =>
@@ -137,11 +121,8 @@ export function appendOutcomeOf(
 ): LeaseLostError | CairnError | 'busy' | undefined {
   if (row[6] === true) return undefined;
   // The chunks it carried would have left a gap: refused as a stream append would be, nothing written.
-  const highest = row[7];
-  const firstChunk = stream[0]?.position;
-  if (typeof highest === 'number' && firstChunk !== undefined && firstChunk > highest + 1) {
-    return streamGapError(fence.runId, highest, firstChunk);
-  }
+  const gap = carriedGap(fence, row[7], stream);
+  if (gap !== undefined) return gap;
   // An append names no status: a run in a final status refuses it, so a refusal is always an error. One with an
   // entry at or below the stored checkpoint is refused as a checkpoint older than it is.
   const first = Math.min(...entries.map((entry) => entry.seq));

@@ -8,6 +8,7 @@ import {
   lineOf,
   type JournalWrite,
 } from './append-journal.js';
+import { carriedOne } from './carried-stream.js';
 
 /**
  * The append of one root run, alone: what `appendJournals` does for a batch of one, as a statement of
@@ -43,10 +44,7 @@ export async function appendOne(
               coalesce($7::bigint <= r.checkpoint_seq, false) AS superseded,
               r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
          FROM ${names.runs} r WHERE r.run_id = $1::text FOR UPDATE${wait ? '' : ' SKIP LOCKED'}
-     ), head AS (
-       -- The stream's highest position, read after the lock, when the append carries chunks.
-       SELECT ${names.streamPosition}(c.created_seq) AS highest FROM c WHERE $8::bigint IS NOT NULL
-     ), accepted AS (
+     ), ${carriedOne.head(names, '$8')}, accepted AS (
        SELECT i.seq, i.line FROM c, unnest($4::bigint[], $5::text[]) AS i(seq, line)
         WHERE c.floor IS NULL OR i.seq > c.floor
      ), placed AS (
@@ -58,20 +56,12 @@ export async function appendOne(
                              THEN r.journal || coalesce(p.lines, '') ELSE r.journal END
          FROM c, placed p
         WHERE r.run_id = c.run_id AND ${mayApply} AND NOT c.superseded
-          -- Chunks it carries must follow the stream (none past the next position), as an append's do.
-          AND ($8::bigint IS NULL OR $8::bigint <= (SELECT highest FROM head) + 1)
+          AND ${carriedOne.follows('$8')}
        RETURNING c.created_seq, c.journal_bytes + coalesce(octet_length(p.lines), 0) > ${inlineJournalBytes} AS spilled
      ), spilled AS (
        INSERT INTO ${names.journal} (run_id, epoch, seq, entry)
        SELECT $1::text, $3::bigint, a.seq, a.line FROM fenced f, accepted a WHERE f.spilled
-     ), streamed AS (
-       -- Chunks at or below the highest position landed before (a retried write): skipped.
-       INSERT INTO ${names.runStream} (run_seq, position, at, unit, part)
-       SELECT f.created_seq, i.position, i.at, i.unit, i.part
-         FROM fenced f, unnest($9::bigint[], $10::float8[], $11::text[], $12::text[])
-                AS i(position, at, unit, part)
-        WHERE i.position > (SELECT highest FROM head)
-     )
+     ), ${carriedOne.insert(names, ['$9', '$10', '$11', '$12'])}
      SELECT 0, c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
             c.run_id IS NULL AND EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = $1::text),
             EXISTS (SELECT 1 FROM fenced), (SELECT highest FROM head)::float8
@@ -84,11 +74,7 @@ export async function appendOne(
       lines,
       highest,
       seqs.length === 0 ? null : Math.min(...seqs),
-      stream[0]?.position ?? null,
-      stream.map((chunk) => chunk.position),
-      stream.map((chunk) => chunk.at),
-      stream.map((chunk) => chunk.unit),
-      stream.map((chunk) => chunk.part),
+      ...carriedOne.params(stream),
     ],
   );
   return appendOutcomeOf(fence, rows[0]!, entries, stream);

@@ -1,11 +1,4 @@
-import {
-  streamGapError,
-  type CairnError,
-  type Checkpoint,
-  type Fence,
-  type JsonValue,
-  type LeaseLostError,
-} from '@cairn/sdk';
+import type { CairnError, Checkpoint, Fence, JsonValue, LeaseLostError } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import {
   checkedWrites,
@@ -21,6 +14,13 @@ import type { Names } from '../names.js';
 import { finalStatusList } from '../row.js';
 import type { ItemsWrite } from '../snapshot-items.js';
 import type { StreamRow } from './append-stream.js';
+import {
+  carriedFollows,
+  carriedGap,
+  carriedHead,
+  carriedInsert,
+  carriedRows,
+} from './carried-stream.js';
 
 /** One run's checkpoint: the snapshot without its long arrays, and what to write of those. */
 export interface CheckpointWrite {
@@ -77,7 +77,6 @@ export async function saveCheckpoints(
     ...waitFields(checkpoint),
     stream_first: writes[ord]!.stream[0]?.position ?? null,
   }));
-  const streamed = writes.flatMap(({ stream }, ord) => stream.map((chunk) => ({ ord, ...chunk })));
   const chunks = writes.flatMap(({ items }, ord) =>
     items.chunks.map(({ path, idx, items: elements }) => ({
       ord,
@@ -95,12 +94,7 @@ export async function saveCheckpoints(
          has_output boolean, error text, journal_seq bigint, release boolean, expected_version bigint,
          trim_items boolean, unless_mail boolean, wait_until float8, wait_signals text[], wait_detail text,
          signals_consumed bigint, stream_first bigint)
-     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, head AS (
-       -- The stream's highest position, read after the lock, for the writes that carry chunks.
-       SELECT c.ord, ${names.streamPosition}(t.created_seq) AS highest
-         FROM checked c JOIN ops o ON o.ord = c.ord JOIN locked t ON t.run_id = c.run_id
-        WHERE o.stream_first IS NOT NULL
-     ), guard AS (
+     ), ${lockedRuns(names, wait)}, ${checkedWrites()}, ${carriedHead(names)}, guard AS (
        SELECT c.ord, ${mailGuard(names, {
          unlessMail: 'o.unless_mail',
          runSeq: 't.created_seq',
@@ -132,9 +126,7 @@ export async function saveCheckpoints(
         WHERE r.run_id = c.run_id AND ${mayApply} AND NOT g.held
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= o.journal_seq)
           AND (o.expected_version IS NULL OR c.snapshot_version = o.expected_version)
-          -- Chunks it carries must follow the stream (none past the next position), as an append's do.
-          AND (o.stream_first IS NULL
-               OR o.stream_first <= (SELECT h.highest FROM head h WHERE h.ord = c.ord) + 1)
+          AND ${carriedFollows}
        RETURNING o.ord, r.run_id, r.created_seq, r.snapshot_version, o.journal_seq, o.trim_items,
                  r.signals_consumed, o.signals_consumed IS NOT NULL AS consumes,
                  -- What it supersedes in the journal table is hidden from loads at once and deleted in
@@ -160,21 +152,13 @@ export async function saveCheckpoints(
          FROM fenced f
          JOIN jsonb_to_recordset($2::text::jsonb) AS x(ord int, path text, idx int, items text)
            ON x.ord = f.ord
-     ), streamed AS (
-       -- Chunks at or below the highest position landed before (a retried write): skipped.
-       INSERT INTO ${names.runStream} (run_seq, position, at, unit, part)
-       SELECT f.created_seq, i.position, i.at, i.unit, i.part
-         FROM fenced f JOIN head h ON h.ord = f.ord
-         JOIN jsonb_to_recordset($4::text::jsonb)
-                AS i(ord int, position bigint, at float8, unit text, part text) ON i.ord = f.ord
-        WHERE i.position > h.highest
-     )
+     ), ${carriedInsert(names, '$4')}
      SELECT o.ord, ${fenceCheckColumns(names)}, f.snapshot_version::float8, coalesce(g.held, false),
             ${mailAfter(names)}, h.highest::float8
        FROM ops o LEFT JOIN checked c ON c.ord = o.ord LEFT JOIN guard g ON g.ord = o.ord
             LEFT JOIN fenced f ON f.ord = o.ord LEFT JOIN head h ON h.ord = o.ord
       ORDER BY o.ord`,
-    [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts), JSON.stringify(streamed)],
+    [JSON.stringify(ops), JSON.stringify(chunks), JSON.stringify(cuts), carriedRows(writes)],
   );
   return writes.map(({ fence, checkpoint, stream }, ord) =>
     saveOutcomeOf(fence, checkpoint, rows[ord]!, stream),
@@ -272,11 +256,8 @@ export function saveOutcomeOf(
   if (typeof row[6] === 'number') return { type: 'saved', version: row[6], mail: row[8] === true };
   if (row[7] === true) return { type: 'held' };
   // The chunks it carried would have left a gap: refused as an append would be, nothing written.
-  const highest = row[9];
-  const first = stream[0]?.position;
-  if (typeof highest === 'number' && first !== undefined && first > highest + 1) {
-    return { type: 'refused', error: streamGapError(fence.runId, highest, first) };
-  }
+  const gap = carriedGap(fence, row[9], stream);
+  if (gap !== undefined) return { type: 'refused', error: gap };
   const refusal = refusalOf(fence, fenceCheckOf(row, 1), checkpoint);
   if (refusal === 'unchanged') return { type: 'unchanged' };
   if (refusal === 'busy') return { type: 'busy' };

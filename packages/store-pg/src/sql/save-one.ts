@@ -13,6 +13,7 @@ import {
   type CheckpointWrite,
   type SaveOutcome,
 } from './save-checkpoint.js';
+import { carriedOne } from './carried-stream.js';
 
 /**
  * The checkpoint of one root run, alone: what `saveCheckpoints` does for a batch of one, as a statement of
@@ -34,10 +35,7 @@ export async function saveOne(
        SELECT r.run_id, r.status, r.checkpoint_seq, r.journal_seq, r.snapshot_version, r.created_seq,
               r.signals_consumed, r.created_seq::text = $2::text AND r.epoch = $3::bigint AS fenced
          FROM ${names.runs} r WHERE r.run_id = $1::text FOR UPDATE${wait ? '' : ' SKIP LOCKED'}
-     ), head AS (
-       -- The stream's highest position, read after the lock, when the checkpoint carries chunks.
-       SELECT ${names.streamPosition}(c.created_seq) AS highest FROM c WHERE $24::bigint IS NOT NULL
-     ), guard AS (
+     ), ${carriedOne.head(names, '$24')}, guard AS (
        -- Over the locked row, so its mail_above reads after the lock (see mailGuard).
        SELECT ${mailGuard(names, {
          unlessMail: '$23::boolean',
@@ -68,8 +66,7 @@ export async function saveOne(
         WHERE r.run_id = c.run_id AND ${mayApply} AND NOT g.held
           AND (c.checkpoint_seq IS NULL OR c.checkpoint_seq <= $10::bigint)
           AND ($12::bigint IS NULL OR c.snapshot_version = $12::bigint)
-          -- Chunks it carries must follow the stream (none past the next position), as an append's do.
-          AND ($24::bigint IS NULL OR $24::bigint <= (SELECT highest FROM head) + 1)
+          AND ${carriedOne.follows('$24')}
        RETURNING r.created_seq, r.snapshot_version, r.signals_consumed, $22::bigint IS NOT NULL AS consumes,
                  -- As in saveCheckpoints: the journal rows it supersedes are deleted at the end and every 32 seqs.
                  $4::text IN ${finalStatusList}
@@ -87,14 +84,7 @@ export async function saveOne(
        INSERT INTO ${names.snapshotChunks} (run_seq, path, idx, items)
        SELECT f.created_seq, x.path, x.idx, x.items
          FROM fenced f, unnest($14::text[], $15::int[], $16::text[]) AS x(path, idx, items)
-     ), streamed AS (
-       -- Chunks at or below the highest position landed before (a retried write): skipped.
-       INSERT INTO ${names.runStream} (run_seq, position, at, unit, part)
-       SELECT f.created_seq, i.position, i.at, i.unit, i.part
-         FROM fenced f, unnest($25::bigint[], $26::float8[], $27::text[], $28::text[])
-                AS i(position, at, unit, part)
-        WHERE i.position > (SELECT highest FROM head)
-     )
+     ), ${carriedOne.insert(names, ['$25', '$26', '$27', '$28'])}
      SELECT 0, c.run_id IS NOT NULL, coalesce(c.fenced, false), c.status, c.checkpoint_seq::float8,
             c.run_id IS NULL AND EXISTS (SELECT 1 FROM ${names.runs} x WHERE x.run_id = $1::text),
             f.snapshot_version::float8, coalesce(g.held, false), ${mailAfter(names)},
@@ -124,11 +114,7 @@ export async function saveOne(
       waiting.wait_detail,
       waiting.signals_consumed,
       checkpoint.unlessMail === true,
-      stream[0]?.position ?? null,
-      stream.map((chunk) => chunk.position),
-      stream.map((chunk) => chunk.at),
-      stream.map((chunk) => chunk.unit),
-      stream.map((chunk) => chunk.part),
+      ...carriedOne.params(stream),
     ],
   );
   return saveOutcomeOf(fence, checkpoint, rows[0]!, stream);
