@@ -1,4 +1,4 @@
-import type { StreamChunk } from '@cairn/sdk';
+import type { StreamChunk, ToolOutcomePart } from '@cairn/sdk';
 import type { SupersededData, UIMessageChunk } from './ui-parts.js';
 
 type OpenPart = { kind: 'text' | 'reasoning'; id: string };
@@ -24,6 +24,8 @@ export class UIMessageMapper {
   private readonly tools = new Map<string, { unit: string; toolName: string; input: string }>();
   /** The unit that spoke last: its tool calls may still get input. */
   private lastUnit: string | undefined;
+  /** The tool calls the client has a part for (started, not superseded): only those get an outcome. */
+  private readonly calls = new Set<string>();
 
   /** The UI chunks of one stream chunk. */
   map(chunk: StreamChunk): UIMessageChunk[] {
@@ -37,12 +39,15 @@ export class UIMessageMapper {
       out.push(...this.end(unit));
       this.shown.delete(unit);
       for (const [id, tool] of this.tools) if (tool.unit === unit) this.tools.delete(id);
+      for (const id of shown.toolCallIds) this.calls.delete(id);
       const data: SupersededData = { unit, ...shown };
       out.push({ type: 'data-cairn-superseded', id: `superseded-${position}`, data });
       return out;
     }
     // A tool call's input with no start (one the runtime dropped) would break the client's state machine.
     if (part.type === 'tool-input' && !this.tools.has(part.toolCallId)) return out;
+    // Nor would the outcome of a call it has no part for (one whose id the runtime changed, or superseded).
+    if (part.type === 'tool-outcome' && !this.calls.has(part.toolCallId)) return out;
     const shown = this.shownOf(unit);
     // Units speak one at a time: another unit's open part ends here, and the unit that spoke last is done (its
     // model call settled): its tool calls' input is whole.
@@ -64,7 +69,10 @@ export class UIMessageMapper {
       return out;
     }
     out.push(...this.end(unit));
-    if (part.type === 'tool-input-start') {
+    if (part.type === 'tool-outcome') {
+      out.push(...this.inputs(undefined, part.toolCallId), toolOutcome(part));
+    } else if (part.type === 'tool-input-start') {
+      this.calls.add(part.toolCallId);
       shown.toolCallIds.push(part.toolCallId);
       this.tools.set(part.toolCallId, { unit, toolName: part.toolName, input: '' });
       out.push(toolStart(part.toolCallId, part.toolName));
@@ -100,10 +108,10 @@ export class UIMessageMapper {
    * The whole input of each tool call of a unit that is done, as `tool-input-available` (or `tool-input-error`
    * for an input that is not JSON, which the run answers as invalid arguments); each call is then forgotten.
    */
-  private inputs(unit: string): UIMessageChunk[] {
+  private inputs(unit: string | undefined, only?: string): UIMessageChunk[] {
     const out: UIMessageChunk[] = [];
     for (const [toolCallId, tool] of this.tools) {
-      if (tool.unit !== unit) continue;
+      if (only === undefined ? tool.unit !== unit : toolCallId !== only) continue;
       this.tools.delete(toolCallId);
       const call = { toolCallId, toolName: tool.toolName, providerExecuted: true };
       try {
@@ -149,6 +157,30 @@ export class UIMessageMapper {
 function toolStart(toolCallId: string, toolName: string): UIMessageChunk {
   return { type: 'tool-input-start', toolCallId, toolName, providerExecuted: true };
 }
+
+/**
+ * How a call the worker made settled: its output, or its error (an outcome the run cannot know is an error whose
+ * text says so, as the model is told).
+ */
+function toolOutcome(part: ToolOutcomePart): UIMessageChunk {
+  const { toolCallId } = part;
+  if (part.outcome !== 'ok') {
+    return {
+      type: 'tool-output-error',
+      toolCallId,
+      errorText: part.errorText ?? `The call ended with an ${part.outcome} outcome.`,
+      providerExecuted: true,
+    };
+  }
+  const output = part.truncated === true ? truncatedOutput : (part.output ?? null);
+  return { type: 'tool-output-available', toolCallId, output, providerExecuted: true };
+}
+
+/** The output shown for one too long to stream. */
+const truncatedOutput = {
+  truncated: true,
+  note: 'The output is too long to stream: the run’s history and final messages keep it.',
+};
 
 /**
  * A part's start, its id kept in the part's `providerMetadata` (the AI SDK keeps it on the message's part), so a

@@ -157,6 +157,97 @@ describe('the UI message stream of a run', () => {
     },
   );
 
+  it.each([
+    ['AI SDK 6', readV6],
+    ['AI SDK 7', readV7 as unknown as typeof readV6],
+  ])(
+    'shows how each call the worker made settled: its output, its error, an outcome unknown after a crash (%s)',
+    async (_, read) => {
+      position = 0;
+      const start = (id: string, toolName: string) =>
+        chunk('trip-0/model', { type: 'tool-input-start', toolCallId: id, toolName });
+      const log = [
+        start('look', 'lookup'),
+        chunk('trip-0/model', { type: 'tool-input', toolCallId: 'look', delta: '{"order":"42"}' }),
+        start('pay', 'refund'),
+        start('mail', 'email'),
+        start('big', 'export'),
+        chunk('trip-0/tool-look', {
+          type: 'tool-outcome',
+          toolCallId: 'look',
+          outcome: 'ok',
+          output: { total: 500 },
+        }),
+        chunk('trip-0/tool-mail', {
+          type: 'tool-outcome',
+          toolCallId: 'mail',
+          outcome: 'error',
+          errorText: 'the mailbox is full',
+        }),
+        chunk('trip-0/tool-big', {
+          type: 'tool-outcome',
+          toolCallId: 'big',
+          outcome: 'ok',
+          truncated: true,
+        }),
+        // The holder died while `pay` ran; the next one says its outcome is unknown.
+        chunk('trip-0/tool-pay', {
+          type: 'tool-outcome',
+          toolCallId: 'pay',
+          outcome: 'unknown',
+          errorText: 'This tool call was in flight when the run was interrupted.',
+        }),
+        // A call with no part on the page (its start superseded, or never streamed) gets no outcome.
+        chunk('trip-0/tool-ghost', {
+          type: 'tool-outcome',
+          toolCallId: 'ghost',
+          outcome: 'ok',
+          output: 1,
+        }),
+        text('trip-1/model', 'Refunded, maybe: please check.'),
+      ];
+      const all = dataOf(await events(uiMessageStreamResponse((after) => replay(log, after), {})));
+      expect(all.some((c) => c.toolCallId === 'ghost')).toBe(false);
+      const message = await lastMessage(read, all);
+      const tools = message.parts.filter((p) => 'toolCallId' in p) as unknown as Array<{
+        toolCallId: string;
+        state: string;
+        output?: unknown;
+        errorText?: string;
+      }>;
+      expect(tools.map(({ toolCallId, state }) => ({ toolCallId, state }))).toEqual([
+        { toolCallId: 'look', state: 'output-available' },
+        { toolCallId: 'pay', state: 'output-error' },
+        { toolCallId: 'mail', state: 'output-error' },
+        { toolCallId: 'big', state: 'output-available' },
+      ]);
+      expect(tools[0]!.output).toEqual({ total: 500 });
+      expect(tools[1]!.errorText).toMatch(/in flight when the run was interrupted/);
+      expect(tools[2]!.errorText).toBe('the mailbox is full');
+      expect(tools[3]!.output).toMatchObject({ truncated: true });
+      expect(visibleParts(message).filter((p) => 'toolCallId' in p)).toHaveLength(4);
+    },
+  );
+
+  it('gives no outcome to a call whose start was superseded', () => {
+    position = 0;
+    const mapper = new UIMessageMapper();
+    const out = [
+      chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'a', toolName: 'lookup' }),
+      chunk('trip-0/model', { type: 'superseded' }),
+      chunk('trip-0/model', { type: 'tool-input-start', toolCallId: 'b', toolName: 'lookup' }),
+      chunk('trip-0/tool-a', { type: 'tool-outcome', toolCallId: 'a', outcome: 'ok', output: 1 }),
+      chunk('trip-0/tool-b', { type: 'tool-outcome', toolCallId: 'b', outcome: 'ok', output: 2 }),
+    ].flatMap((c) => mapper.map(c));
+    expect(out.filter((c) => c.type === 'tool-output-available')).toEqual([
+      { type: 'tool-output-available', toolCallId: 'b', output: 2, providerExecuted: true },
+    ]);
+    // The call's input was made available before its output, as the client's state machine needs.
+    const available = out.findIndex((c) => c.type === 'tool-input-available');
+    expect(available).toBeGreaterThanOrEqual(0);
+    expect(available).toBeLessThan(out.findIndex((c) => c.type === 'tool-output-available'));
+  });
+
   it('makes the input of the last model call’s tool calls available when the stream ends (a run waiting for approval)', async () => {
     position = 0;
     const log = [

@@ -115,7 +115,13 @@ export {
   streamReadAfter,
   streamReadLimit,
 } from './store/stream.js';
-export type { StreamChunk, StreamPart, StreamReadOptions, StreamStore } from './store/stream.js';
+export type {
+  StreamChunk,
+  StreamPart,
+  StreamReadOptions,
+  StreamStore,
+  ToolOutcomePart,
+} from './store/stream.js';
 export { foldStream } from './stream-text.js';
 export type { StreamFold } from './stream-text.js';
 export { memoryStore } from './store/memory-store.js';

@@ -4,6 +4,7 @@ import {
   defineTool,
   foldStream,
   memoryStore,
+  outcomeUnknownResult,
   type DurableStore,
   type StreamChunk,
 } from '@cairn/sdk';
@@ -219,9 +220,8 @@ describe('a run that streams', () => {
     });
   });
 
-  it('gives tool calls no stream: a retried tool with a long call id writes no marker, and the run goes on', async () => {
+  it('says how a tool call settled once, after its retries, with no marker: its output, or its error', async () => {
     const store = memoryStore();
-    const longId = `call_${'x'.repeat(250)}`;
     let tries = 0;
     const lookup = defineTool({
       name: 'lookup',
@@ -231,22 +231,144 @@ describe('a run that streams', () => {
       retry: { maxAttempts: 3, initialDelayMs: 1 },
       execute: async () => {
         if ((tries += 1) === 1) throw new CairnError('TOOL_FAILED', 'flaky', { retryable: true });
-        return 'found';
+        return { found: 'order 42' };
+      },
+    });
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds.',
+      input: z.object({}),
+      execute: async () => {
+        throw new CairnError('TOOL_FAILED', 'the card was closed');
       },
     });
     const model = scriptedModel(
-      [{ toolCalls: [{ id: longId, name: 'lookup', args: {} }] }, { text: answer }],
+      [
+        {
+          toolCalls: [
+            { id: 'look', name: 'lookup', args: {} },
+            { id: 'pay', name: 'refund', args: {} },
+          ],
+        },
+        { text: answer },
+      ],
       { streamPieces: 3 },
     );
     const agent = defineAgent({
       name: 'a',
       model,
-      tools: [lookup],
+      tools: [lookup, refund],
       durable: { store, stream: true },
     });
     expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
     const chunks = await chunksOf(store, 'r');
-    expect(chunks.every((c) => c.unit.endsWith('/model'))).toBe(true);
+    const outcomes = chunks.filter((c) => c.part.type === 'tool-outcome');
+    expect(outcomes.map((c) => c.part)).toEqual(
+      expect.arrayContaining([
+        { type: 'tool-outcome', toolCallId: 'look', outcome: 'ok', output: { found: 'order 42' } },
+        {
+          type: 'tool-outcome',
+          toolCallId: 'pay',
+          outcome: 'error',
+          errorText: 'the card was closed',
+        },
+      ]),
+    );
+    expect(outcomes).toHaveLength(2);
+    expect(chunks.some((c) => c.part.type === 'superseded')).toBe(false);
+    // Each after its call's input, and before the answer it led to.
+    const at = (find: (c: StreamChunk) => boolean) => chunks.findIndex(find);
+    const lastInput = at((c) => c.part.type === 'tool-input' && c.part.toolCallId === 'pay');
+    const firstText = at((c) => c.part.type === 'text');
+    for (const outcome of outcomes) {
+      expect(chunks.indexOf(outcome)).toBeGreaterThan(lastInput);
+      expect(chunks.indexOf(outcome)).toBeLessThan(firstText);
+    }
+    expect(foldStream(chunks).text).toBe(answer);
+  });
+
+  it('leaves out an output too long for a chunk, and says nothing of a call whose id the stream cannot hold', async () => {
+    const store = memoryStore();
+    const longId = `call_${'x'.repeat(250)}`;
+    const big = defineTool({
+      name: 'big',
+      description: 'Reads a lot.',
+      input: z.object({}),
+      execute: async () => 'x'.repeat(70_000),
+    });
+    const model = scriptedModel(
+      [
+        {
+          toolCalls: [
+            { id: 'big-1', name: 'big', args: {} },
+            { id: longId, name: 'big', args: {} },
+          ],
+        },
+        { text: answer },
+      ],
+      { streamPieces: 3 },
+    );
+    const agent = defineAgent({ name: 'a', model, tools: [big], durable: { store, stream: true } });
+    expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks.filter((c) => c.part.type === 'tool-outcome').map((c) => c.part)).toEqual([
+      { type: 'tool-outcome', toolCallId: 'big-1', outcome: 'ok', truncated: true },
+    ]);
+    expect(JSON.stringify(chunks).includes(longId)).toBe(false);
+    expect(foldStream(chunks).text).toBe(answer);
+  });
+
+  it('says a tool call in flight when its holder was lost has an unknown outcome, in the words the model is told', async () => {
+    const storeClock = createFakeClock();
+    const store = memoryStore({ clock: storeClock });
+    const frozen = createFakeClock(); // the first holder's heartbeat never fires: it loses its lease
+    let started: () => void = () => undefined;
+    const inFlight = new Promise<void>((resolve) => (started = resolve));
+    const refund = (hold: boolean) =>
+      defineTool({
+        name: 'refund',
+        description: 'Refunds.',
+        input: z.object({}),
+        execute: async () => {
+          if (hold) {
+            started();
+            await new Promise(() => undefined);
+          }
+          return 'refunded';
+        },
+      });
+    const turns = [{ toolCalls: [{ id: 'pay', name: 'refund', args: {} }] }, { text: answer }];
+    const durable = { store, leaseMs: 1_000, stream: true } as const;
+    const first = defineAgent({
+      name: 'refunder',
+      model: scriptedModel(turns, { streamPieces: 3 }),
+      tools: [refund(true)],
+      durable: { ...durable, clock: frozen, owner: 'one' },
+    });
+    const second = defineAgent({
+      name: 'refunder',
+      model: scriptedModel(turns, { streamPieces: 3 }),
+      tools: [refund(false)],
+      durable: { ...durable, clock: storeClock, owner: 'two' },
+    });
+    void first.execute('go', { runId: 'r' }).catch(() => undefined);
+    await inFlight;
+    await storeClock.advance(1_001);
+    const { output, messages } = await second.resume('r');
+    expect(output).toBe(answer);
+    const told = messages.find((m) => m.role === 'tool');
+    expect(told).toMatchObject({ toolCallId: 'pay', outcome: 'unknown' });
+    const chunks = await chunksOf(store, 'r');
+    expect(chunks.filter((c) => c.part.type === 'tool-outcome').map((c) => c.part)).toEqual([
+      {
+        type: 'tool-outcome',
+        toolCallId: 'pay',
+        outcome: 'unknown',
+        errorText: outcomeUnknownResult.message,
+      },
+    ]);
+    // The model call that asked for it settled before the crash: nothing of it is superseded.
+    expect(foldStream(chunks).superseded).toEqual([]);
     expect(foldStream(chunks).text).toBe(answer);
   });
 

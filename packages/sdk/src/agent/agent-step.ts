@@ -64,7 +64,7 @@ export const outcomeUnknownResult = {
  * What the model is told about a call of unknown outcome: `outcomeUnknownResult` after a crash, or, for a call
  * abandoned past its timeout, why.
  */
-function unknownResult(cause: SerializedError | undefined): JsonValue {
+export function unknownResult(cause: SerializedError | undefined): JsonValue {
   if (cause === undefined) return outcomeUnknownResult;
   return {
     error: 'OUTCOME_UNKNOWN',

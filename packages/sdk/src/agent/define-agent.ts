@@ -36,6 +36,7 @@ import {
 import { agentInit, agentStep, checkStoredAgentEffect, type AgentShape } from './agent-step.js';
 import type { AgentApprovalPolicy, ApprovalPolicy } from '../approvals.js';
 import { agentTelemetry } from './agent-telemetry.js';
+import { toolOutcomePart } from './tool-outcome.js';
 
 /** What `defineAgent` takes. `Tools`: the tools, whose names and inputs type the approval rules. */
 export interface AgentConfig<
@@ -184,6 +185,7 @@ export function defineAgent<
     // Follow-up and steer messages reach it at trip boundaries, not only when a wait ends.
     receivesSignals: true,
     streams: (effect: Effect) => effect.kind === 'model',
+    streamOutcome: toolOutcomePart,
     perform: async (effect: Effect, context: EffectContext<AgentState>) => {
       if (effect.kind === 'model') return callModel(context);
       if (effect.kind === 'tool') return callTool(effect, context);

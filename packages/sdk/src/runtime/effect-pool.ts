@@ -104,6 +104,7 @@ export class EffectPool<State, Input, Output> {
         this.ready.push({ command, outcome, at, seq });
       } else if (!command.idempotent && (marks.started ?? this.formerMark(command)) !== undefined) {
         const entry = this.writer.recordSettled(command.id, { status: 'unknown' });
+        this.sayOutcome(command, entry.outcome);
         this.tracing.reportUnknown(command);
         this.history.effectSettled(command, entry.outcome, entry.at, marks.started?.at);
         this.ready.push({ command, outcome: entry.outcome, at: entry.at, seq: entry.seq });
@@ -119,6 +120,13 @@ export class EffectPool<State, Input, Output> {
       this.running.add(command.id);
       void this.settle(command, state);
     }
+  }
+
+  /** How an effect settled, to the run's stream when it streams and the definition says something of it. */
+  private sayOutcome(command: PerformCommand, outcome: EffectOutcome): void {
+    if (this.stream === undefined) return;
+    const part = this.definition.streamOutcome?.(command.effect, outcome);
+    if (part !== undefined) this.stream.say(command.id, part);
   }
 
   /** Any mark journaled under the effect's former id (see `PerformCommand.formerId`). */
@@ -171,6 +179,7 @@ export class EffectPool<State, Input, Output> {
   private async settle(command: PerformCommand, state: State): Promise<void> {
     try {
       const outcome = await this.perform(command, state);
+      this.sayOutcome(command, outcome);
       // What the call said is in the stream log no later than its outcome is journaled: a settled call is never
       // made again, so nothing else could complete its stream. On a store that takes them so, its last chunks
       // ride with the write that journals the outcome (one write less per model call); else they go first.

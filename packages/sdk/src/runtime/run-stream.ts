@@ -137,6 +137,15 @@ export class RunStream {
     };
   }
 
+  /**
+   * Holds what a unit says outside a model call's sink: how an effect settled (`DurableDefinition.streamOutcome`),
+   * said once its outcome is known. It supersedes nothing, and nothing supersedes it but a later outcome.
+   */
+  say(unit: string, part: StreamPart): void {
+    if (this.failure !== undefined || this.closed) return;
+    this.hold(unit, part);
+  }
+
   /** Appends everything held, and waits for every append so far: throws what made one fail for good. */
   async flush(): Promise<void> {
     this.send();
@@ -261,7 +270,7 @@ export class RunStream {
         // Nothing of the unit can be in the log: no marker needed.
         if (!this.streamedBefore && !this.saidUnits.has(unit)) continue;
         this.marked.add(unit);
-      } else if (this.streamedBefore && !this.marked.has(unit)) {
+      } else if (part.type !== 'tool-outcome' && this.streamedBefore && !this.marked.has(unit)) {
         this.marked.add(unit);
         chunks.push({ position: (position += 1), unit, part: { type: 'superseded' }, at });
       }

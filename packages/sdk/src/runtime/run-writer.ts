@@ -52,7 +52,7 @@ export function backoffDelay(try_: number, initialDelayMs: number, maxDelayMs: n
 }
 
 /**
- * A model call's last stream chunks, handed over with its answer: they ride with the write that journals the
+ * A call's last stream chunks (a model call's deltas, a tool call's outcome), handed over with its answer: they ride with the write that journals the
  * answer (a checkpoint or a journal append, on a store that takes them so; else appended just before it), never
  * after it. `landed` tells the stream they are written.
  */
@@ -78,7 +78,10 @@ export class RunWriter {
   private landed = false;
   /** The status of the last checkpoint written. */
   private written: Checkpoint['status'] | undefined;
-  /** Stream tails of settled calls whose marks are not written yet: the next write carries them. */
+  /**
+   * Stream tails of settled calls whose marks are not written yet: the next write carries them. A write takes a
+   * copy: a tail added while it is on its way is not in it, and must not be told it landed.
+   */
   private tails: StreamTail[] = [];
 
   constructor(
@@ -151,10 +154,10 @@ export class RunWriter {
       const entries = [...this.buffer];
       const ids = entries.map((entry) => `${entry.type}:${entry.effectId}`);
       await this.attempt.pass({ point: 'journal.before', runId: this.attempt.runId, entries: ids });
-      const tails = this.tails;
+      const tails = [...this.tails];
       const riding = tails.length > 0 && this.store.streamsWithWrites === true;
       if (riding) {
-        const chunks = tails.flatMap((tail) => tail.chunks);
+        const chunks = chunksOf(tails);
         await this.withRetry(() => this.store.append(this.attempt.fence, entries, chunks));
         this.landedTails(tails);
       } else {
@@ -196,12 +199,10 @@ export class RunWriter {
       if (this.suspension !== undefined) throw this.suspension;
       const boundary = { runId: this.attempt.runId, status: checkpoint.status };
       await this.attempt.pass({ point: 'checkpoint.before', ...boundary });
-      const tails = this.tails;
+      const tails = [...this.tails];
       const riding = tails.length > 0 && this.store.streamsWithWrites === true;
       if (!riding) await this.appendTails();
-      const carried = riding
-        ? { ...checkpoint, stream: tails.flatMap((tail) => tail.chunks) }
-        : checkpoint;
+      const carried = riding ? { ...checkpoint, stream: chunksOf(tails) } : checkpoint;
       const receipt = await this.withRetry(() => this.store.save(this.attempt.fence, carried));
       if (!receipt.written) return receipt;
       if (riding) this.landedTails(tails);
@@ -225,9 +226,9 @@ export class RunWriter {
 
   /** Appends the stream tails waiting for a write, on their own: before a journal append that needs them first. */
   private async appendTails(): Promise<void> {
-    const tails = this.tails;
+    const tails = [...this.tails];
     if (tails.length === 0 || this.store.appendStream === undefined) return;
-    const chunks = tails.flatMap((tail) => tail.chunks);
+    const chunks = chunksOf(tails);
     await this.withRetry(() => this.store.appendStream!(this.attempt.fence, chunks));
     this.landedTails(tails);
   }
@@ -305,4 +306,15 @@ export async function retryStoreCall<T>(
       attempt.checkLeaseTime(clock.now());
     }
   }
+}
+
+/**
+ * The chunks of several tails, once each and in order: a tail holds every chunk of the tails before it not known
+ * written yet, so tails taken while one write was on its way (tool calls settling together) overlap.
+ */
+function chunksOf(tails: readonly StreamTail[]): StreamChunk[] {
+  if (tails.length === 1) return [...tails[0]!.chunks];
+  const byPosition = new Map<number, StreamChunk>();
+  for (const tail of tails) for (const chunk of tail.chunks) byPosition.set(chunk.position, chunk);
+  return [...byPosition.values()].sort((a, b) => a.position - b.position);
 }

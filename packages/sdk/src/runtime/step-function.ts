@@ -4,6 +4,7 @@ import type { CairnError, SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import type { ModelStreamPart } from '../model.js';
 import type { EffectOutcome } from '../store/contract.js';
+import type { StreamPart } from '../store/stream.js';
 import type { RunSignal } from '../store/waits.js';
 
 /** How a definition names the spans of its effects; without it, effects get a generic span. */
@@ -157,6 +158,11 @@ export interface DurableDefinition<State, Input, Output> {
   perform(effect: Effect, context: EffectContext<State>): Promise<JsonValue>;
   /** Whether performing `effect` may say something to the run's stream (a model call): it gets a sink. */
   streams?(effect: Effect): boolean;
+  /**
+   * What a settled effect says to the run's stream, when the run streams: an agent's tool call, its outcome.
+   * Undefined for an effect that says nothing of how it settled.
+   */
+  streamOutcome?(effect: Effect, outcome: EffectOutcome): StreamPart | undefined;
   /** Validates a stored state; throws for a malformed one. */
   parseState(state: JsonValue): State;
   /** Turns a stored output back into the definition's output type. */

@@ -1,20 +1,39 @@
 import { CairnError } from '../errors.js';
+import type { JsonValue } from '../json.js';
 import type { Fence } from './contract.js';
 
 /**
- * One piece of what a run says while it runs, as its model streams it. Deltas only: a run's durable record
- * stays its journaled answers and checkpoints; the stream is what a person watches while they are made.
+ * One piece of what a run says while it runs, as its model streams it, and how the tool calls it asked for
+ * settled. A run's durable record stays its journaled answers and checkpoints; the stream is what a person
+ * watches while they are made.
  */
 export type StreamPart =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
   | { type: 'tool-input-start'; toolCallId: string; toolName: string }
   | { type: 'tool-input'; toolCallId: string; delta: string }
+  | ToolOutcomePart
   /**
    * Every earlier chunk of the same unit no longer counts: its call is being made again (a retry, or a new
    * holder after the one that made it was lost), and what it said is replaced by what follows.
    */
   | { type: 'superseded' };
+
+/**
+ * How a tool call the run made settled, said by the call's own unit once its outcome is journaled: `ok` with
+ * its output (left out, `truncated`, when its JSON is longer than a chunk holds: the run's history has it),
+ * `error` with the error's message, or `unknown`: it was in flight when its holder was lost, so it may or may
+ * not have taken effect, and the model is told so. A later outcome for the same call replaces an earlier one
+ * (a call made again after its holder was lost, before its outcome was journaled).
+ */
+export interface ToolOutcomePart {
+  type: 'tool-outcome';
+  toolCallId: string;
+  outcome: 'ok' | 'error' | 'unknown';
+  output?: JsonValue;
+  truncated?: true;
+  errorText?: string;
+}
 
 /** A chunk of a run's stream log. */
 export interface StreamChunk {
@@ -149,9 +168,35 @@ function chunkProblem(chunk: StreamChunk): string | undefined {
       return isName(part.toolCallId) && isName(part.toolName) ? undefined : 'names no tool call';
     case 'tool-input':
       return isName(part.toolCallId) && text(part.delta) ? undefined : 'has no tool input';
+    case 'tool-outcome':
+      return toolOutcomeProblem(part);
     case 'superseded':
       return undefined;
     default:
       return `has an unknown part type ${JSON.stringify(part.type)}`;
+  }
+}
+
+function toolOutcomeProblem(part: Partial<Record<string, unknown>>): string | undefined {
+  if (!isName(part.toolCallId)) return 'names no tool call';
+  if (part.outcome !== 'ok' && part.outcome !== 'error' && part.outcome !== 'unknown')
+    return 'has no tool outcome (ok, error or unknown)';
+  if (
+    part.errorText !== undefined &&
+    !(typeof part.errorText === 'string' && part.errorText.length <= maxStreamText)
+  )
+    return `has an error text that is not text of at most ${maxStreamText} characters`;
+  if (part.output !== undefined && !fitsChunk(part.output))
+    return `has a tool output whose JSON is not at most ${maxStreamText} characters`;
+  return undefined;
+}
+
+/** Whether a value's JSON fits one chunk. */
+export function fitsChunk(value: unknown): boolean {
+  try {
+    const json = JSON.stringify(value) as string | undefined;
+    return json !== undefined && json.length <= maxStreamText;
+  } catch {
+    return false;
   }
 }

@@ -56,10 +56,27 @@ export function streamTests(ctx: ConformanceContext): void {
       },
       { position: 6, unit: 'trip-1', part: { type: 'reasoning', text: 'hmm' }, at: 7 },
       { position: 7, unit: 'trip-2', part: { type: 'superseded' }, at: 8 },
+      {
+        position: 8,
+        unit: 'trip-1/tool-c-1',
+        part: { type: 'tool-outcome', toolCallId: 'c-1', outcome: 'ok', output: { a: [1, null] } },
+        at: 9,
+      },
+      {
+        position: 9,
+        unit: 'trip-1/tool-c-2',
+        part: {
+          type: 'tool-outcome',
+          toolCallId: 'c-2',
+          outcome: 'unknown',
+          errorText: 'in flight',
+        },
+        at: 10,
+      },
     ] satisfies StreamChunk[];
     await store.appendStream(lease, written.slice(0, 3));
     await store.appendStream(lease, written.slice(3));
-    expect(await store.streamPosition!(init.runId)).toBe(7);
+    expect(await store.streamPosition!(init.runId)).toBe(9);
     for (let after = 0; after <= written.length; after += 1) {
       expect(await store.readStream(init.runId, { after })).toEqual(written.slice(after));
     }
@@ -94,6 +111,12 @@ export function streamTests(ctx: ConformanceContext): void {
       { ...textChunks('u', 6, 1)[0]!, part: { type: 'shout' } as unknown as StreamPart },
     ]);
     await refused([{ ...textChunks('u', 6, 1)[0]!, unit: '' }]);
+    const outcome = (part: Record<string, unknown>) => [
+      { ...textChunks('u', 6, 1)[0]!, part: { type: 'tool-outcome', ...part } as StreamPart },
+    ];
+    await refused(outcome({ toolCallId: 'c', outcome: 'maybe' }));
+    await refused(outcome({ outcome: 'ok' }));
+    await refused(outcome({ toolCallId: 'c', outcome: 'ok', output: 'x'.repeat(70_000) }));
     expect(positions(await store.readStream(init.runId))).toEqual([1, 2, 3, 4, 5]);
     expect(await store.streamPosition!(init.runId)).toBe(5);
   });
