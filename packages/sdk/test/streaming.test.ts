@@ -83,6 +83,25 @@ describe('a run that streams', () => {
     expect(appends).toBe(1);
   });
 
+  it('appends nothing of its own for a burst on a store that writes chunks with its writes: it rides with the answer', async () => {
+    const store = memoryStore();
+    let appends = 0;
+    const counted: DurableStore = {
+      ...store,
+      appendStream: (fence, chunks) => ((appends += 1), store.appendStream!(fence, chunks)),
+    };
+    expect(counted.streamsWithWrites).toBe(true);
+    const model = scriptedModel([{ text: answer }], { streamPieces: 3 });
+    const agent = defineAgent({
+      name: 'talker',
+      model,
+      durable: { store: counted, stream: { coalesceChars: 20 } },
+    });
+    expect((await agent.execute('hi', { runId: 'r' })).output).toBe(answer);
+    expect(foldStream(await chunksOf(store, 'r')).text).toBe(answer);
+    expect(appends).toBe(0);
+  });
+
   it.each([
     ['writes them with its own writes: they ride with the one that journals the answer', true, 0],
     ['does not: they are appended just before it', false, 1],

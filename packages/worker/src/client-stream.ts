@@ -55,7 +55,6 @@ export function streamReader(store: DurableStore, clock: Clock): StreamReader {
     if (run === undefined) throw new RunNotFoundError(runId);
     return run;
   };
-  /** A store that is down is waited through: the run goes on meanwhile. */
   /** A store that is down is waited through (`null`): the run goes on meanwhile. */
   const orDown = async <T>(read: () => Promise<T>): Promise<T | null> => {
     try {

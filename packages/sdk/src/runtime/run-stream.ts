@@ -75,6 +75,8 @@ export class RunStream {
   private sending: Promise<void> = Promise.resolve();
   /** An append is queued that has not started: it takes everything held when it does. */
   private queued = false;
+  /** A send is due at the next turn of the event loop (`sendSoon`). */
+  private soon = false;
   private failure: { error: unknown } | undefined;
   /** The highest position given to a chunk, once the first append learned where the log stood. */
   private highest: number | undefined;
@@ -203,7 +205,7 @@ export class RunStream {
       // Held parts are this stream's own until they are sent: extended in place.
       part.text += text;
       this.heldChars += text.length;
-      if (this.heldChars >= this.coalesceChars) this.send();
+      if (this.heldChars >= this.coalesceChars) this.sendSoon();
       return;
     }
     this.hold(unit, { type, text });
@@ -215,8 +217,23 @@ export class RunStream {
     if (merged !== undefined) last!.part = merged;
     else this.held.push({ unit, part, at: this.clock.now() });
     this.heldChars += partChars(part);
-    if (this.heldChars >= this.coalesceChars) this.send();
+    if (this.heldChars >= this.coalesceChars) this.sendSoon();
     else this.timer ??= this.clock.setTimer(this.coalesceMs, () => this.send());
+  }
+
+  /**
+   * A send once the deltas said in this turn of the event loop are held: a call that said them all at once (a
+   * model that answers whole, a burst) has settled by then, and its chunks ride with the write that journals its
+   * answer (`takeTail`) instead of costing an append of their own. A provider's deltas each arrive in a turn of
+   * their own: for them this is the same send, a turn later.
+   */
+  private sendSoon(): void {
+    if (this.soon) return;
+    this.soon = true;
+    setImmediate(() => {
+      this.soon = false;
+      this.send();
+    });
   }
 
   /**
