@@ -229,13 +229,23 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       const { code, stdout } = printed(`runs watch ${ids.planner}`);
       expect(code).toBe(0);
       const lines = stdout.trim().split('\n');
-      // The run ended before it was watched: its text and its child's come in no particular order with its
-      // events (a live run's come as they are said), each on lines of its own.
-      expect(lines).toContain('  hotel ▸ Casa Azul, by the river.');
-      expect(lines.some((line) => line.startsWith('{"nodes":[{"id":"weather"'))).toBe(true);
-      expect(lines.filter((line) => /invoke_agent concierge (started|ok)/.test(line))).toHaveLength(
-        2,
-      );
+      // The run ended before it was watched: its events and its text (and its child's) are told in the order
+      // they happened, each on lines of its own.
+      const at = (find: (line: string) => boolean) => lines.findIndex(find);
+      const plan = at((line) => line.startsWith('{"nodes":[{"id":"weather"'));
+      const planning = at((line) => /chat o3 started/.test(line));
+      const planned = at((line) => /chat o3 ok/.test(line));
+      const nodeStarted = at((line) => /invoke_agent concierge started/.test(line));
+      const childText = at((line) => line === '  hotel ▸ Casa Azul, by the river.');
+      const nodeSettled = at((line) => /invoke_agent concierge ok/.test(line));
+      // The plan's text between its model call's start and its end.
+      expect(plan).toBeGreaterThan(planning);
+      expect(planned).toBeGreaterThan(plan);
+      expect(planning).toBeGreaterThan(0);
+      expect(nodeStarted).toBeGreaterThan(plan);
+      expect(childText).toBeGreaterThan(nodeStarted);
+      expect(nodeSettled).toBeGreaterThan(childText);
+      expect(lines.at(-1)).toMatch(/ended completed$/);
     });
 
     it('watches a waiting run until Ctrl-C, then exits 130', async () => {

@@ -1,5 +1,12 @@
 /** `cairn runs watch <runId>`: a run's events as they are written, one line each, and its text as it streams. */
-import { childRunId, planView, RunNotFoundError, type StreamChunk } from '@cairn/sdk';
+import {
+  childRunId,
+  isTerminalStatus,
+  planView,
+  RunNotFoundError,
+  type RunEvent,
+  type StreamChunk,
+} from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 import { exitCodes } from '../cli-errors.js';
 import { renderEventLine } from '../render/event-line.js';
@@ -7,7 +14,8 @@ import { runState } from '../run-summary.js';
 
 /**
  * Prints each event once, in order, and between them the text the run's model calls stream (on a store that keeps
- * streams), as it comes; text a crash superseded is marked so. `--json` prints each event as a JSON line with its
+ * streams), as it comes; text a crash superseded is marked so. A run that already ended is told in the order it
+ * happened (events and text merged by time). `--json` prints each event as a JSON line with its
  * `seq` (no text), so a script that was cut off resumes with `--after <last seq>`. Ends with the run (exit 0), or
  * on Ctrl-C (exit 130).
  */
@@ -15,6 +23,10 @@ export async function watchRun(
   context: CommandContext,
   { runId, after }: { runId: string; after: number },
 ): Promise<number> {
+  if (!context.json && after === 0) {
+    const run = await context.client.get(runId);
+    if (run !== undefined && isTerminalStatus(run.status)) return replayEnded(context, runId);
+  }
   const events = context.client.watch(runId, {
     after,
     ...(context.signal === undefined ? {} : { signal: context.signal }),
@@ -29,7 +41,7 @@ export async function watchRun(
       else text!.line(renderEventLine(event, context.style));
       // A planner's agent node runs a child run: its text is followed too, and shown under the node.
       if (text !== undefined && event.type === 'effect.started' && event.kind === 'node') {
-        const nodeId = event.effectId.slice(event.effectId.lastIndexOf('/') + 1);
+        const nodeId = nodeIdOf(event.effectId);
         if (event.name.startsWith('invoke_agent ') && !children.has(nodeId)) {
           children.add(nodeId);
           following.push(followChild(context, text, runId, nodeId, ended.signal));
@@ -44,6 +56,68 @@ export async function watchRun(
   return context.signal?.aborted === true ? exitCodes.interrupted : exitCodes.ok;
 }
 
+/**
+ * A run that ended is told as it happened: its events and the text it (and each agent node's child run) streamed,
+ * read whole and merged by time. Read live, they would come in whatever order the reads returned.
+ */
+async function replayEnded(context: CommandContext, runId: string): Promise<number> {
+  const events = await context.client.events(runId);
+  const text = new TextPrinter(context);
+  const said: Array<{ chunk: StreamChunk; node: string | null }> = [];
+  const read = async (id: string, node: string | null) => {
+    try {
+      for await (const chunk of context.client.stream(id)) said.push({ chunk, node });
+    } catch {
+      // No stream (a store without one, a child run never created): the events say what happened.
+    }
+  };
+  await read(runId, null);
+  for (const nodeId of agentNodes(events)) {
+    await read((await childOf(context, runId, nodeId)) ?? childRunId(runId, nodeId), nodeId);
+  }
+  const told = [
+    ...events.map((event, index) => ({ at: event.at, rank: eventRank(event), index, event })),
+    ...said.map((item, index) => ({ at: item.chunk.at, rank: 1, index, ...item })),
+  ].sort((a, b) => a.at - b.at || a.rank - b.rank || a.index - b.index);
+  for (const item of told) {
+    if ('event' in item) text.line(renderEventLine(item.event, context.style));
+    else text.show(item.chunk, item.node);
+  }
+  text.endLine();
+  return exitCodes.ok;
+}
+
+/**
+ * Where an event goes among text said in the same millisecond: what starts comes before the text said in it,
+ * what settles after.
+ */
+function eventRank(event: RunEvent): number {
+  return event.type.endsWith('.started') ? 0 : 2;
+}
+
+/** The ids of a planner's agent nodes, each once, in the order they started. */
+function agentNodes(events: readonly RunEvent[]): string[] {
+  const nodes = new Set<string>();
+  for (const event of events) {
+    if (event.type !== 'effect.started' || event.kind !== 'node') continue;
+    if (event.name.startsWith('invoke_agent ')) nodes.add(nodeIdOf(event.effectId));
+  }
+  return [...nodes];
+}
+
+const nodeIdOf = (effectId: string) => effectId.slice(effectId.lastIndexOf('/') + 1);
+
+/** The child run a planner's node runs, as its plan names it. */
+async function childOf(
+  context: CommandContext,
+  runId: string,
+  nodeId: string,
+): Promise<string | undefined> {
+  const run = await context.client.get(runId).catch(() => undefined);
+  const plan = run === undefined ? undefined : planView(runState(run.snapshot), runId);
+  return plan?.nodes.find((node) => node.id === nodeId)?.childRunId;
+}
+
 /** Follows the text of the child run a planner's node runs, named by the plan (or the node's reserved id). */
 async function followChild(
   context: CommandContext,
@@ -52,9 +126,7 @@ async function followChild(
   nodeId: string,
   ended: AbortSignal,
 ): Promise<void> {
-  const run = await context.client.get(runId).catch(() => undefined);
-  const plan = run === undefined ? undefined : planView(runState(run.snapshot), runId);
-  const childId = plan?.nodes.find((node) => node.id === nodeId)?.childRunId;
+  const childId = await childOf(context, runId, nodeId);
   await text.follow(childId ?? childRunId(runId, nodeId), ended, nodeId);
 }
 
@@ -98,7 +170,7 @@ class TextPrinter {
         });
         for await (const chunk of chunks) {
           last = chunk.position;
-          this.print(chunk, node);
+          this.show(chunk, node);
         }
       } catch (error) {
         // No stream to read (a store without one): the events say what happened.
@@ -113,7 +185,8 @@ class TextPrinter {
     }
   }
 
-  private print({ part, unit }: StreamChunk, node: string | null): void {
+  /** Prints one chunk: text as it comes, a marker on a line of its own. */
+  show({ part, unit }: StreamChunk, node: string | null): void {
     const { style } = this.context;
     const prefix = node === null ? '' : `  ${node} ▸ `;
     if (part.type === 'text' || part.type === 'reasoning') {
