@@ -3,7 +3,10 @@ import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
 import { decodeRun, runColumns } from '../row.js';
 
-/** Runs matching the filter, oldest first; an absent filter field matches everything. */
+/**
+ * Runs matching the filter, oldest first; an absent filter field matches everything. Ordered by the table's
+ * column (`r.`): the select list's `created_seq::text` is also named `created_seq`, and would sort as text.
+ */
 export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise<RunRecord[]> {
   const statuses =
     filter.status === undefined
@@ -17,7 +20,7 @@ export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise
       WHERE ($1::text IS NULL OR status IN (SELECT jsonb_array_elements_text($1::text::jsonb)))
         AND ($2::text IS NULL OR kind = $2::text)
         AND ($3::text IS NULL OR name = $3::text)
-      ORDER BY created_seq
+      ORDER BY r.created_seq
       LIMIT $4::bigint`,
     [
       statuses === null ? null : JSON.stringify(statuses),
