@@ -2,53 +2,8 @@ import { request } from 'node:http';
 import type { RunEvent } from '@cairn/sdk';
 import { describe, expect, it } from 'vitest';
 import { serveUi } from '../src/ui/serve-ui.js';
+import { getFrom, parseSse, runPath } from './fixtures/http-get.js';
 import { describeUiOnStores } from './fixtures/ui-server.js';
-
-const runPath = (runId: string) => `/api/runs/${encodeURIComponent(runId)}`;
-
-/** A GET through node:http, which (unlike fetch) may set `Host` and `Last-Event-ID`. */
-function getFrom(
-  base: string,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; type: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(path, base), { headers }, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (body += chunk));
-      response.on('end', () =>
-        resolve({
-          status: response.statusCode ?? 0,
-          type: String(response.headers['content-type']),
-          body,
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** The messages of a whole Server-Sent Events body (the stream ends when the watched run has ended). */
-function parseSse(body: string): { id?: string; event: string; data: string }[] {
-  return body
-    .split('\n\n')
-    .filter((block) => /^(id|event|data):/m.test(block))
-    .map((block) => {
-      const field = (name: string) =>
-        block
-          .split('\n')
-          .find((line) => line.startsWith(`${name}: `))
-          ?.slice(name.length + 2);
-      const id = field('id');
-      return {
-        ...(id === undefined ? {} : { id }),
-        event: field('event') ?? 'message',
-        data: field('data') ?? '',
-      };
-    });
-}
 
 await describeUiOnStores('cairn_cli_ui_api', (fixture) => {
   describe('the API', () => {
@@ -155,6 +110,34 @@ await describeUiOnStores('cairn_cli_ui_api', (fixture) => {
         ).body,
       ).filter((message) => message.event === 'message');
       expect(resumed.map((message) => Number(message.id))).toEqual(expected.slice(5));
+    });
+
+    it("serves the page's script, its modules bundled, as JavaScript, and no other file", async () => {
+      const page = await get('/');
+      expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(page.body).toContain('<script type="module" src="/ui/page.js"></script>');
+      const entry = await get('/ui/page.js');
+      expect([
+        entry.status,
+        entry.type,
+        entry.headers['cache-control'],
+        entry.headers['x-content-type-options'],
+      ]).toEqual([200, 'text/javascript; charset=utf-8', 'no-store', 'nosniff']);
+      // One script: the run page's module is in it, and nothing is imported.
+      expect(entry.body).toContain('src/ui/browser/run-page.ts');
+      expect(entry.body).not.toMatch(/\bfrom\s*['"]/);
+      for (const path of [
+        '/ui/run-page.js',
+        '/ui/nope.js',
+        '/ui/page.ts',
+        '/ui/tsconfig.js',
+        '/ui/browser/page.js',
+        '/ui/..%2Fserve-ui.js',
+        '/ui/%2E%2E/serve-ui.js',
+      ]) {
+        const answer = await get(path);
+        expect([path, answer.status]).toEqual([path, 404]);
+      }
     });
 
     it('refuses a Host that is not this machine, and writes', async () => {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { defineAgent, defineTool, type DurableStore } from '@cairn/sdk';
+import { CairnError, defineAgent, defineTool, type DurableStore } from '@cairn/sdk';
 import { scriptedModel, startTcpProxy } from '@cairn/testing';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +35,37 @@ function gatedAgent(store: DurableStore) {
     ]),
     tools: [tool('fast', false), tool('slow', true)],
     durable: { store, owner: 'worker-live', leaseMs: 10_000 },
+  });
+  return { agent, release };
+}
+
+const answer = 'The order was refunded in full.';
+
+/**
+ * An agent of one trip whose model streams `answer` in pieces of five. Its first try fails after two pieces (the
+ * provider dropped the stream: the call is made again, and what it said is superseded), and its second try holds
+ * after three pieces until `release`, so the page is looked at while the trip is still talking.
+ */
+function talkingAgent(store: DurableStore) {
+  let release = () => undefined as void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let tries = 0;
+  const agent = defineAgent({
+    name: 'talker',
+    model: scriptedModel([{ text: answer }], {
+      streamPieces: 5,
+      onPiece: async ({ index }) => {
+        if (index === 0) tries += 1;
+        if (tries === 1 && index === 2) {
+          throw new CairnError('MODEL_FAILED', 'the provider dropped the stream', {
+            retryable: true,
+          });
+        }
+        if (tries === 2 && index === 3) await released;
+      },
+    }),
+    modelRetry: { maxAttempts: 2, initialDelayMs: 1 },
+    durable: { store, owner: 'worker-talk', leaseMs: 10_000, stream: { coalesceChars: 1 } },
   });
   return { agent, release };
 }
@@ -189,6 +220,67 @@ await describeUiOnStores('cairn_cli_ui', (fixture) => {
       expect(
         await page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce),
       ).toBe(true);
+    });
+
+    it('shows what the running trip says as it says it, and what a call made again said as superseded', async () => {
+      const { agent, release } = talkingAgent(fixture().store);
+      await fixture().client.start(agent, 'go', { runId: 'ui-talk' });
+      await openRun('ui-talk');
+      await page.locator('#live-status.live').waitFor();
+      // Nothing said yet: no Live section.
+      expect(await page.locator('section.live').isVisible()).toBe(false);
+      const unit = page.locator('section.live .unit[data-unit="trip-0/model"]');
+      const running = agent.resume('ui-talk');
+      try {
+        // The second try is held after three pieces: they are on the page while the run runs.
+        await unit.locator('.said:not(.superseded)', { hasText: 'The order was r' }).waitFor();
+        await page.locator('dl.facts .badge.running').waitFor();
+        expect(await unit.locator('.said:not(.superseded)').textContent()).toBe('The order was r');
+      } finally {
+        release();
+      }
+      await running;
+      await unit.locator('.said:not(.superseded)', { hasText: answer }).waitFor();
+      await page.locator('#live-status', { hasText: 'run ended' }).waitFor();
+      // What the failed try said stays, struck through and said to be superseded; the new text follows it.
+      expect(
+        await unit
+          .locator('.said, .superseded-note')
+          .evaluateAll((nodes) => nodes.map((node) => [node.className, node.textContent])),
+      ).toEqual([
+        ['said superseded', 'The order '],
+        ['superseded-note', 'superseded: this call was made again'],
+        ['said', answer],
+      ]);
+      // Struck through as the reader sees it (this file is typed for Node: the browser's global is named here).
+      type Styles = { getComputedStyle(node: unknown): { textDecorationLine: string } };
+      expect(
+        await unit
+          .locator('.said.superseded')
+          .evaluate(
+            (node) => (globalThis as unknown as Styles).getComputedStyle(node).textDecorationLine,
+          ),
+      ).toBe('line-through');
+      expect(await page.locator('section.live .unit').count()).toBe(1);
+    });
+
+    it('shows the text an ended run streamed, with the tools its model called', async () => {
+      await openRun(fixture().ids.completed);
+      const live = page.locator('section.live');
+      await live.locator('.unit', { hasText: 'Booked CA985 and emailed Ada.' }).waitFor();
+      expect(
+        await live
+          .locator('.tool-call')
+          .evaluateAll((lines) => lines.map((line) => line.textContent)),
+      ).toEqual(['calls search_flights → ok', 'calls book_flight → ok', 'calls send_email → ok']);
+      expect(await live.locator('.said').last().textContent()).toBe(
+        'Booked CA985 and emailed Ada.',
+      );
+      expect(await live.locator('.superseded').count()).toBe(0);
+      // A run that streamed nothing has no Live section.
+      await openRun(fixture().ids.crashed);
+      await page.locator('.takeover').waitFor();
+      expect(await page.locator('section.live').isVisible()).toBe(false);
     });
 
     it('catches up after the connection drops: the browser resumes from the last event id it had', async () => {

@@ -86,4 +86,16 @@ pre.output { max-height: 16em; overflow: auto; background: #f0f2f5; padding: .5e
 .dag .node[data-state="unknown"] { border-color: var(--unknown); }
 .dag .node[data-state="running"] { border-color: var(--running); }
 ul.children { margin: .3em 0; padding-left: 1.2em; }
+#stream-status { font-size: .85em; font-weight: normal; }
+.live-units { display: flex; flex-direction: column; gap: .5em; }
+.unit { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .4em .8em .6em; }
+.unit-name { font-size: .8em; margin-bottom: .2em; }
+.said { white-space: pre-wrap; overflow-wrap: anywhere; }
+.said .reasoning { color: var(--muted); font-style: italic; }
+.said .tool-call { color: var(--muted); font-size: .9em; margin: .15em 0; }
+.said .tool-outcome.ok .outcome { color: var(--ok); }
+.said .tool-outcome.error .outcome { color: var(--error); }
+.said .tool-outcome.unknown .outcome { color: var(--unknown); text-transform: uppercase; }
+.said.superseded { color: var(--muted); text-decoration: line-through; }
+.superseded-note { font-size: .85em; color: #6b4200; margin: .2em 0 .3em; }
 `;

@@ -2,7 +2,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { CairnError, checkRunId } from '@cairn/sdk';
 import type { CairnClient } from '@cairn/worker';
-import { pageCsp, pageHtml } from './page-html.js';
+import { pageBundle } from './page-bundle.js';
+import { pageCsp, pageEntry, pageHtml } from './page-html.js';
+import { streamText } from './stream-sse.js';
 import {
   errorResponse,
   listEvents,
@@ -22,7 +24,10 @@ export interface ServeUiOptions {
   host?: string;
   /** @defaultValue 0: any free port (`url` says which) */
   port?: number;
-  /** How often a watched run's store record is read for new events. @defaultValue 250 */
+  /**
+   * How often a watched run's store record is read for new events, and its stream log for new text.
+   * @defaultValue 250 for events, 100 for text (`client.watch`'s and `client.stream`'s)
+   */
   pollMs?: number;
 }
 
@@ -57,15 +62,17 @@ function sendJson(response: ServerResponse, { status, body }: ApiResponse): void
 
 type Route =
   | { name: 'page' }
+  | { name: 'script' }
   | { name: 'list' }
-  | { name: 'run' | 'events' | 'watch'; runId: string }
+  | { name: 'run' | 'events' | 'watch' | 'stream'; runId: string }
   | { name: 'none' };
 
 /** Which route a path is; a run id is one percent-encoded path segment (ids may hold `/`). */
 function route(pathname: string): Route {
   if (pathname === '/' || pathname === '/index.html') return { name: 'page' };
   if (pathname === '/api/runs') return { name: 'list' };
-  const match = /^\/api\/runs\/([^/]+)(?:\/(events|watch))?$/.exec(pathname);
+  if (pathname === pageEntry) return { name: 'script' };
+  const match = /^\/api\/runs\/([^/]+)(?:\/(events|watch|stream))?$/.exec(pathname);
   if (match === null) return { name: 'none' };
   let runId: string;
   try {
@@ -77,21 +84,58 @@ function route(pathname: string): Route {
     );
   }
   checkRunId(runId);
-  const sub = match[2] as 'events' | 'watch' | undefined;
+  const sub = match[2] as 'events' | 'watch' | 'stream' | undefined;
   return { name: sub ?? 'run', runId };
 }
 
 /**
- * Serves the `cairn ui` page and its JSON and Server-Sent Events API on `node:http`: the list of runs, a run's
- * timeline and plan, and its events as they are written. Read-only. It binds to this machine unless `host`
- * says otherwise, and while it does, it refuses a `Host` header that names another machine, so a web page
- * that rebinds its DNS name to 127.0.0.1 cannot read the runs through the visitor's browser.
+ * Serves the `cairn ui` page (its HTML and its script, `/ui/page.js`) and its JSON and Server-Sent Events API
+ * on `node:http`: the list of runs, a run's timeline and plan, its events as they are written and the text its
+ * model calls stream. Read-only. It binds to this machine unless `host` says otherwise, and while it does, it
+ * refuses a `Host` header that names another machine, so a web page that rebinds its DNS name to 127.0.0.1
+ * cannot read the runs through the visitor's browser.
  */
 export async function serveUi(options: ServeUiOptions): Promise<UiServer> {
   const { client, pollMs } = options;
   const host = options.host ?? '127.0.0.1';
   const closing = new AbortController();
   const checkHost = isLoopback(host);
+  const pageScript = pageBundle();
+
+  /**
+   * Runs an event stream until it ends by itself, the browser goes away or the server closes. A reconnecting
+   * EventSource names the last event it got; its URL still has the first `after`. An unknown run is answered as
+   * JSON before the stream starts, so that it is a 404, not an empty stream.
+   */
+  const eventStream = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    runId: string,
+    query: URLSearchParams,
+    stream: typeof streamWatch,
+  ): Promise<void> => {
+    const lastEventId = request.headers['last-event-id'];
+    const after = parseAfter(typeof lastEventId === 'string' ? lastEventId : query.get('after'));
+    if ((await client.get(runId)) === undefined) {
+      sendJson(response, notFound(runId));
+      return;
+    }
+    const gone = new AbortController();
+    const stop = () => gone.abort();
+    response.once('close', stop);
+    closing.signal.addEventListener('abort', stop, { once: true });
+    if (closing.signal.aborted) stop();
+    try {
+      await stream(client, response, {
+        runId,
+        after,
+        signal: gone.signal,
+        ...(pollMs === undefined ? {} : { pollMs }),
+      });
+    } finally {
+      closing.signal.removeEventListener('abort', stop);
+    }
+  };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     response.setHeader('X-Content-Type-Options', 'nosniff');
@@ -131,40 +175,27 @@ export async function serveUi(options: ServeUiOptions): Promise<UiServer> {
       case 'events':
         sendJson(response, await listEvents(client, where.runId, url.searchParams));
         return;
-      case 'watch': {
-        // A reconnecting EventSource names the last event it got; its URL still has the first `after`.
-        const lastEventId = request.headers['last-event-id'];
-        const after = parseAfter(
-          typeof lastEventId === 'string' ? lastEventId : url.searchParams.get('after'),
-        );
-        // Answered as JSON before the stream starts, so that an unknown run is a 404, not an empty stream.
-        if ((await client.get(where.runId)) === undefined) {
-          sendJson(response, notFound(where.runId));
-          return;
-        }
-        const gone = new AbortController();
-        const stop = () => gone.abort();
-        response.once('close', stop);
-        closing.signal.addEventListener('abort', stop, { once: true });
-        if (closing.signal.aborted) stop();
-        try {
-          await streamWatch(client, response, {
-            runId: where.runId,
-            after,
-            signal: gone.signal,
-            ...(pollMs === undefined ? {} : { pollMs }),
-          });
-        } finally {
-          closing.signal.removeEventListener('abort', stop);
-        }
+      case 'script': {
+        response.writeHead(200, {
+          'Content-Type': 'text/javascript; charset=utf-8',
+          'Cache-Control': 'no-store',
+        });
+        response.end(await pageScript());
         return;
       }
+      case 'watch':
+        await eventStream(request, response, where.runId, url.searchParams, streamWatch);
+        return;
+      case 'stream':
+        await eventStream(request, response, where.runId, url.searchParams, streamText);
+        return;
       case 'none':
-        sendJson(response, {
-          status: 404,
-          body: { error: { code: 'NOT_FOUND', message: `Nothing at ${url.pathname}.` } },
-        });
+        break;
     }
+    sendJson(response, {
+      status: 404,
+      body: { error: { code: 'NOT_FOUND', message: `Nothing at ${url.pathname}.` } },
+    });
   };
 
   const server = createServer((request, response) => {

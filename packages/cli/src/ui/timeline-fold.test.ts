@@ -1,36 +1,8 @@
 import type { RunEvent } from '@cairn/sdk';
 import { describe, expect, it } from 'vitest';
-import { domScript } from './dom-script.js';
-import { timelineScript } from './timeline-script.js';
-
-interface Effect {
-  id: string;
-  outcome: string | null;
-  settledIn: unknown;
-}
-interface Row {
-  key: string | null;
-  end: number | null;
-  ms: number | null;
-  settledIn: unknown;
-  effects: Effect[];
-}
-interface Lane {
-  epoch: number | null;
-  owner: string | null;
-  abandoned: { how: string; lastSeq: number } | null;
-  rows: Row[];
-}
-interface Timeline {
-  lanes: Lane[];
-  usage: { inputTokens: number; outputTokens: number } | null;
-  truncatedAt: number | null;
-}
-
-// The fold needs no DOM: only the page's formatting helpers, which read no browser global.
-const buildTimeline = new Function(`${domScript}${timelineScript}; return buildTimeline;`)() as (
-  events: RunEvent[],
-) => Timeline;
+// The fold is pure (no DOM), so it runs here in Node; this file is beside browser/, not in it, because that
+// directory is type-checked for a browser, which has no test runner.
+import { buildTimeline } from './browser/timeline-fold.js';
 
 const usage = (inputTokens: number, outputTokens: number) => ({ inputTokens, outputTokens });
 
