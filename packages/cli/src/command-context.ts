@@ -26,6 +26,8 @@ export interface CommandContext {
   print(text: string): void;
   /** Writes text to stdout as it is, with no newline: a run's streamed text as it comes. */
   write(text: string): void;
+  /** Prints a warning line to stderr: what a user should know, that is not the command's output. */
+  warn(text: string): void;
   /** Prints a value as JSON to stdout, indented for one-shot commands, on one line for streams. */
   printJson(value: unknown, options?: { line?: boolean }): void;
   signal?: AbortSignal;

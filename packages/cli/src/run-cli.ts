@@ -51,6 +51,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     style: json ? plainStyle : createStyle({ isTty: io.isTty === true, env: io.env }),
     print: (text) => io.stdout(`${text}\n`),
     write: (text) => io.stdout(text),
+    warn: (text) => io.stderr(`warning: ${text}\n`),
     printJson: (value, options) =>
       io.stdout(
         `${options?.line === true ? JSON.stringify(value) : JSON.stringify(value, null, 2)}\n`,

@@ -276,6 +276,16 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       expect((await serving.exited).code).toBe(130);
     });
 
+    it('warns on stderr when cairn ui listens beyond this machine', async () => {
+      const serving = startCairn(['ui', '--host', '0.0.0.0', '--port', '0', '--json'], suite.env);
+      await expect.poll(() => serving.stdout, { timeout: 20_000, interval: 100 }).toMatch(/\n$/);
+      expect(serving.stderr).toMatch(
+        /^warning: cairn ui listens on 0\.0\.0\.0: anyone who can reach/,
+      );
+      serving.kill('SIGINT');
+      expect((await serving.exited).code).toBe(130);
+    });
+
     it('says a run is not found with exit 3, as a line or as JSON', () => {
       const text = printed('runs show no-such-run');
       expect(text.code).toBe(3);

@@ -142,6 +142,17 @@ await describeUiOnStores('cairn_cli_ui_api', (fixture) => {
 
     it('refuses a Host that is not this machine, and writes', async () => {
       expect((await get('/', { Host: 'attacker.example:80' })).status).toBe(403);
+      // A name that only starts like a loopback address is another machine's (DNS rebinding).
+      for (const host of [
+        '127.0.0.1.evil.example',
+        '127.evil.example:80',
+        'localhost.evil.example',
+      ]) {
+        expect([host, (await get('/api/runs', { Host: host })).status]).toEqual([host, 403]);
+      }
+      for (const host of ['127.0.0.1', '127.1.2.3:8080', '[::1]:80', 'LOCALHOST']) {
+        expect([host, (await get('/api/runs', { Host: host })).status]).toEqual([host, 200]);
+      }
       expect((await get('/', { Host: `localhost:${new URL(fixture().ui.url).port}` })).status).toBe(
         200,
       );

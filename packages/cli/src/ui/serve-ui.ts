@@ -39,10 +39,17 @@ export interface UiServer extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-const loopbackNames = new Set(['localhost', '127.0.0.1', '[::1]']);
+const loopbackNames = new Set(['localhost', '[::1]', '::1']);
+/** An IPv4 address of the loopback block, 127.0.0.0/8, written in full. */
+const loopbackIpv4 = /^127(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
-function isLoopback(host: string): boolean {
-  return loopbackNames.has(host) || host === '::1' || host.startsWith('127.');
+/**
+ * Whether a host name or address is this machine: exactly `localhost`, `::1`, or an address of 127.0.0.0/8. A
+ * name that only begins like one (`127.0.0.1.evil.example`) is another machine's: a page there that rebinds its
+ * DNS name to 127.0.0.1 must not read the runs.
+ */
+export function isLoopback(host: string): boolean {
+  return loopbackNames.has(host) || loopbackIpv4.test(host);
 }
 
 /** The host part of a `Host` header: `[::1]:80` is `[::1]`, `localhost:80` is `localhost`. */
