@@ -25,15 +25,17 @@ export async function openStore(
   env: NodeJS.ProcessEnv,
 ): Promise<OpenedStore> {
   if (selection.module !== undefined) return openModule(selection.module);
+  const reachMs = connectTimeoutMs(env);
   const databaseUrl = env.DATABASE_URL;
   if (databaseUrl !== undefined && databaseUrl !== '') {
     if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
       throw new UsageError('DATABASE_URL must be a postgres:// or postgresql:// URL.');
     }
-    return openPostgres(databaseUrl, selection.schema);
+    return openPostgres(databaseUrl, selection.schema, reachMs);
   }
   const redisUrl = env.REDIS_URL;
-  if (redisUrl !== undefined && redisUrl !== '') return openRedis(redisUrl, selection.prefix);
+  if (redisUrl !== undefined && redisUrl !== '')
+    return openRedis(redisUrl, selection.prefix, reachMs);
   throw new UsageError(
     'Which store? Pass --module <path> (or CAIRN_MODULE), or set DATABASE_URL or REDIS_URL.',
   );
@@ -56,26 +58,98 @@ async function openModule(path: string): Promise<OpenedStore> {
   };
 }
 
-async function openPostgres(url: string, schema: string | undefined): Promise<OpenedStore> {
+async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  reachMs: number,
+): Promise<OpenedStore> {
   const [{ pgStore }, { default: postgres }] = await Promise.all([
     optional(() => import('@cairn/store-pg'), '@cairn/store-pg', postgresPackages),
     optional(() => import('postgres'), 'postgres', postgresPackages),
   ]);
-  const sql = postgres(url, { max: 2, onnotice: () => undefined });
+  const connectSeconds = Math.max(1, Math.ceil(reachMs / 1000));
+  const sql = postgres(url, { max: 2, onnotice: () => undefined, connect_timeout: connectSeconds });
+  const end = () => sql.end({ timeout: 5 });
+  // A server that never answered has nothing to finish: its connections are ended at once.
+  await reached('Postgres', url, reachMs, () => sql`SELECT 1`, () => sql.end({ timeout: 0 }));
   const store = pgStore({ sql, ...(schema === undefined ? {} : { schema }) });
-  return withDriver(store, 'postgres', () => sql.end({ timeout: 5 }));
+  return withDriver(store, 'postgres', end);
 }
 
-async function openRedis(url: string, prefix: string | undefined): Promise<OpenedStore> {
+async function openRedis(
+  url: string,
+  prefix: string | undefined,
+  reachMs: number,
+): Promise<OpenedStore> {
   const [{ redisStore }, { Redis }] = await Promise.all([
     optional(() => import('@cairn/store-redis'), '@cairn/store-redis', redisPackages),
     optional(() => import('ioredis'), 'ioredis', redisPackages),
   ]);
-  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: reachMs });
   // A connection error is the store's to report (STORE_UNAVAILABLE), not an unhandled 'error' event.
   client.on('error', () => undefined);
+  const end = () => client.disconnect();
+  await reached('Redis', url, reachMs, () => client.ping(), end);
   const store = redisStore({ client, ...(prefix === undefined ? {} : { prefix }) });
-  return withDriver(store, 'redis', () => client.disconnect());
+  return withDriver(store, 'redis', end);
+}
+
+/** How long a command waits for its store to answer first. @defaultValue 10 s (CAIRN_CONNECT_TIMEOUT_MS) */
+function connectTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const raw = env.CAIRN_CONNECT_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return 10_000;
+  const ms = Number(raw);
+  if (!Number.isSafeInteger(ms) || ms < 1) {
+    throw new UsageError('CAIRN_CONNECT_TIMEOUT_MS must be a whole number of milliseconds.');
+  }
+  return ms;
+}
+
+/**
+ * Asks the store's server one trivial question before the command starts: a host that takes the connection and
+ * never answers (a firewall, a wrong address behind a proxy) would otherwise hold the command forever, since a
+ * driver's connect timeout covers only the socket. Past `ms` the connection is ended and the command fails with
+ * `STORE_UNAVAILABLE`, naming the server (never its password).
+ */
+async function reached(
+  what: string,
+  url: string,
+  ms: number,
+  ask: () => PromiseLike<unknown>,
+  end: () => unknown,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  let answer: unknown;
+  try {
+    answer = await Promise.race([Promise.resolve(ask()).then(() => 'answered' as const), late]);
+  } catch (error) {
+    answer = error;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (answer === 'answered') return;
+  await Promise.resolve(end()).catch(() => undefined);
+  const where = serverOf(url);
+  const why =
+    answer === 'late'
+      ? `did not answer within ${ms} ms`
+      : `refused: ${answer instanceof Error ? answer.message : String(answer)}`;
+  throw new CairnError('STORE_UNAVAILABLE', `${what} at ${where} ${why}.`, {
+    retryable: true,
+    data: { server: where, timeoutMs: ms },
+    ...(answer === 'late' ? {} : { cause: answer }),
+  });
+}
+
+/** The host and port of a store URL, without credentials. */
+function serverOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return parsed.port === '' ? parsed.hostname : `${parsed.hostname}:${parsed.port}`;
+  } catch {
+    return 'the configured address';
+  }
 }
 
 /** A store over a driver client this command made: closing ends the store's own connections, then the client. */

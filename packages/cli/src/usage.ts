@@ -36,6 +36,9 @@ The store (a flag wins over its environment variable):
   --schema <name>    CAIRN_SCHEMA   its schema (default cairn)
                      REDIS_URL      else Redis (needs @cairn/store-redis and ioredis)
   --prefix <prefix>  CAIRN_PREFIX   its key prefix (default cairn)
+                     CAIRN_CONNECT_TIMEOUT_MS
+                                    how long Postgres or Redis may take to answer first (default 10000);
+                                    past it the command fails with STORE_UNAVAILABLE, exit 1
 
 Options:
   --json             stable JSON for scripts on stdout (watch: one JSON event a line, with its seq);
