@@ -9,7 +9,7 @@ import {
 } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 import { exitCodes } from '../cli-errors.js';
-import { renderEventLine } from '../render/event-line.js';
+import { EventNotes } from '../render/takeover-notes.js';
 import { runState } from '../run-summary.js';
 
 /**
@@ -35,10 +35,11 @@ export async function watchRun(
   const ended = new AbortController();
   const following = [text?.follow(runId, ended.signal, null)];
   const children = new Set<string>();
+  const notes = new EventNotes(context.style);
   try {
     for await (const event of events) {
       if (context.json) context.printJson(event, { line: true });
-      else text!.line(renderEventLine(event, context.style));
+      else text!.line(notes.line(event));
       // A planner's agent node runs a child run: its text is followed too, and shown under the node.
       if (text !== undefined && event.type === 'effect.started' && event.kind === 'node') {
         const nodeId = nodeIdOf(event.effectId);
@@ -79,8 +80,9 @@ async function replayEnded(context: CommandContext, runId: string): Promise<numb
     ...events.map((event, index) => ({ at: event.at, rank: eventRank(event), index, event })),
     ...said.map((item, index) => ({ at: item.chunk.at, rank: 1, index, ...item })),
   ].sort((a, b) => a.at - b.at || a.rank - b.rank || a.index - b.index);
+  const notes = new EventNotes(context.style);
   for (const item of told) {
-    if ('event' in item) text.line(renderEventLine(item.event, context.style));
+    if ('event' in item) text.line(notes.line(item.event));
     else text.show(item.chunk, item.node);
   }
   text.endLine();

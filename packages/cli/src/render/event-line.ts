@@ -53,7 +53,7 @@ export function describeEvent(event: RunEvent, style: Style): string {
       );
     case 'attempt.abandoned':
       return style.warn(
-        `attempt epoch ${event.epoch} by ${event.owner} ${abandoned[event.how] ?? String(event.how)}; what it did after #${event.lastSeq} is superseded`,
+        `attempt epoch ${event.epoch} by ${event.owner} ${abandoned[event.how] ?? String(event.how)}; its last checkpointed event was #${event.lastSeq}`,
       );
     case 'unit.started':
       return `${event.label} started`;

@@ -4,16 +4,19 @@ import { plainStyle } from './style.js';
 import { buildTimeline, type RunTimeline } from './timeline-model.js';
 import { renderTimeline } from './timeline-text.js';
 
-// A crash in flight and its takeover, as the runtime records them: the abandonment comes just before the new
-// attempt's start, and the in-flight call settles, unknown, in the new attempt.
-const book = { effectId: 'e1', unit: 'trip-0', name: 'execute_tool book', kind: 'tool' } as const;
+// A crash in flight and its takeover, as the runtime records them: the crashed attempt's history ends at its last
+// checkpoint (#3); the attempt that takes over records the abandonment, its own start, then what the crashed one
+// journaled since (its model answer, the call it started), at the crashed attempt's times; then the call settles,
+// unknown, and the trip with it.
+const book = { effectId: 'e1', unit: 'trip-1', name: 'execute_tool book', kind: 'tool' } as const;
+const chat = { effectId: 'm1', unit: 'trip-1', name: 'chat gpt', kind: 'model' } as const;
 const crashed: RunEvent[] = [
   { seq: 1, at: 1_000, type: 'attempt.started', epoch: 1, owner: 'worker-a', takenFrom: null },
   { seq: 2, at: 1_001, type: 'unit.started', unit: 'trip-0', label: 'trip 0' },
-  { seq: 3, at: 1_002, type: 'effect.started', ...book },
+  { seq: 3, at: 1_003, type: 'unit.settled', unit: 'trip-0', label: 'trip 0', ms: 2 },
   {
     seq: 4,
-    at: 1_100,
+    at: 4_000,
     type: 'attempt.abandoned',
     epoch: 1,
     owner: 'worker-a',
@@ -22,31 +25,36 @@ const crashed: RunEvent[] = [
   },
   {
     seq: 5,
-    at: 1_100,
+    at: 4_000,
     type: 'attempt.started',
     epoch: 2,
     owner: 'worker-b',
     takenFrom: 'worker-a',
   },
+  { seq: 6, at: 1_004, type: 'unit.started', unit: 'trip-1', label: 'trip 1' },
+  { seq: 7, at: 1_005, type: 'effect.settled', ...chat, outcome: 'ok', ms: 1 },
+  { seq: 8, at: 1_006, type: 'effect.started', ...book },
   {
-    seq: 6,
-    at: 1_101,
+    seq: 9,
+    at: 4_001,
     type: 'effect.settled',
     ...book,
     outcome: 'unknown',
     code: 'OUTCOME_UNKNOWN',
-    ms: 99,
+    ms: 2_995,
   },
   {
-    seq: 7,
-    at: 1_102,
+    seq: 10,
+    at: 4_002,
     type: 'unit.settled',
-    unit: 'trip-0',
-    label: 'trip 0',
-    ms: 101,
+    unit: 'trip-1',
+    label: 'trip 1',
+    ms: 2_998,
     usage: { inputTokens: 5, outputTokens: 2 },
   },
-  { seq: 8, at: 1_103, type: 'ended', status: 'completed' },
+  { seq: 11, at: 4_003, type: 'unit.started', unit: 'trip-2', label: 'trip 2' },
+  { seq: 12, at: 4_004, type: 'unit.settled', unit: 'trip-2', label: 'trip 2', ms: 1 },
+  { seq: 13, at: 4_005, type: 'ended', status: 'completed' },
 ];
 
 function timeline(events: RunEvent[]): RunTimeline {
@@ -63,44 +71,43 @@ function timeline(events: RunEvent[]): RunTimeline {
 }
 
 describe('buildTimeline', () => {
-  it('ends the crashed attempt with who took over, and settles the call unknown in the next one', () => {
+  it('keeps what the crashed attempt did in its own attempt, settled by the one that took over', () => {
     const model = buildTimeline(crashed);
     expect(model.attempts.map((attempt) => [attempt.owner, attempt.end])).toEqual([
       ['worker-a', { how: 'taken_over', lastSeq: 3, by: 'worker-b' }],
       ['worker-b', { how: 'ended', status: 'completed' }],
     ]);
     const [first, second] = model.attempts;
+    const taker = { epoch: 2, owner: 'worker-b' };
     expect(first!.items).toMatchObject([
+      { type: 'unit', unit: 'trip-0', continued: false, settled: true },
       {
         type: 'unit',
-        unit: 'trip-0',
+        unit: 'trip-1',
         continued: false,
-        settled: false,
-        effects: [{ effectId: 'e1', settled: false }],
-      },
-    ]);
-    expect(second!.items).toMatchObject([
-      {
-        type: 'unit',
-        continued: true,
         settled: true,
-        ms: 101,
-        effects: [{ effectId: 'e1', settled: true, outcome: 'unknown', startedAt: null }],
+        settledIn: taker,
+        effects: [
+          { effectId: 'm1', settled: true, outcome: 'ok' },
+          { effectId: 'e1', startedAt: 1_006, settled: true, outcome: 'unknown', settledIn: taker },
+        ],
       },
     ]);
+    expect(second!.items).toMatchObject([{ type: 'unit', unit: 'trip-2', continued: false }]);
   });
 
-  it('renders the takeover and the unknown outcome so that they cannot be missed', () => {
+  it('renders the takeover and the unknown outcome so that they cannot be missed, with times that only go forward', () => {
     expect(renderTimeline(timeline(crashed), plainStyle)).toBe(
       [
         'r  agent a  completed',
         'attempt 1  epoch 1  worker-a  1970-01-01 00:00:01',
-        '  trip 0  not settled in this attempt',
-        '    … execute_tool book  started; no outcome in this attempt',
-        '  ✗ stopped without ending the run (crashed, or lost its lease); taken over by worker-b (what it did after #3 is superseded)',
-        'attempt 2  epoch 2  worker-b  1970-01-01 00:00:01  taken over from worker-a',
-        '  trip 0 (continued)  101 ms  5 in / 2 out',
-        '    ? execute_tool book  OUTCOME UNKNOWN OUTCOME_UNKNOWN  99 ms',
+        '  trip 0  2 ms',
+        '  trip 1  5 in / 2 out  settled by attempt 2 (worker-b) when it took over',
+        '    ✓ chat gpt  ok  1 ms',
+        '    ? execute_tool book  OUTCOME UNKNOWN OUTCOME_UNKNOWN  in flight when this attempt stopped; found so by attempt 2 (worker-b)',
+        '  ✗ stopped without ending the run (crashed, or lost its lease); taken over by worker-b; its last checkpointed event was #3',
+        'attempt 2  epoch 2  worker-b  1970-01-01 00:00:04  taken over from worker-a',
+        '  trip 2  1 ms',
         '  ended completed',
       ].join('\n'),
     );
@@ -126,12 +133,17 @@ describe('buildTimeline', () => {
         : event,
     );
     expect(renderTimeline(timeline(older), plainStyle)).toContain(
-      '  ✗ stopped (crashed); continued by worker-b (what it did after #3 is superseded)',
+      '  ✗ stopped (crashed); continued by worker-b; its last checkpointed event was #3',
     );
   });
 
   it('shows an effect of a live attempt as in flight', () => {
-    const text = renderTimeline(timeline(crashed.slice(0, 3)), plainStyle);
+    const live: RunEvent[] = [
+      crashed[0]!,
+      { seq: 2, at: 1_001, type: 'unit.started', unit: 'trip-1', label: 'trip 1' },
+      { seq: 3, at: 1_002, type: 'effect.started', ...book },
+    ];
+    const text = renderTimeline({ ...timeline(live), status: 'running' }, plainStyle);
     expect(text).toContain('… execute_tool book  in flight');
   });
 });

@@ -17,7 +17,15 @@ export type EffectView = Pick<
   startedAt: number | null;
   /** Settled in this attempt. An effect an attempt started and never settled was in flight when it ended. */
   settled: boolean;
+  /** A later attempt settled it: the one that took the run over and found it in flight (outcome unknown). */
+  settledIn?: AttemptRef;
 };
+
+/** An attempt, as another one names it. */
+export interface AttemptRef {
+  epoch: number | null;
+  owner: string | null;
+}
 
 /** A trip (`trip-3`) or a node (`node/fetch`) as one attempt worked on it. */
 export interface UnitView {
@@ -26,6 +34,8 @@ export interface UnitView {
   /** It started in an earlier attempt: this one carried it on. */
   continued: boolean;
   settled: boolean;
+  /** A later attempt settled it: it took the run over while this attempt was in the unit. */
+  settledIn?: AttemptRef;
   ms?: number;
   usage?: HistoryUsage;
   effects: EffectView[];
@@ -68,7 +78,13 @@ export interface TimelineModel {
   ended: { status: RunStatus; code?: string; at: number } | null;
 }
 
-/** Groups a run's events (oldest first, as `client.events` returns them). */
+/**
+ * Groups a run's events (oldest first, as `client.events` returns them). An event goes to the attempt that was
+ * running when it happened: an attempt that takes a run over records what the crashed one journaled (its model
+ * answers, the calls it started) at that attempt's times, after its own start, and that work belongs to the
+ * attempt that did it. What such work settles later (a call found in flight: outcome unknown) stays where it
+ * started, and says which attempt settled it, as `cairn ui`'s timeline shows it.
+ */
 export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
   const model: TimelineModel = { truncatedAt: null, attempts: [], ended: null };
   const current = (): AttemptView => {
@@ -85,9 +101,33 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
     model.attempts.push(orphan);
     return orphan;
   };
+  /** The attempt running at `at`: the last one that started by then (the first one for earlier events). */
+  const attemptAt = (at: number): AttemptView => {
+    for (let index = model.attempts.length - 1; index > 0; index -= 1) {
+      const attempt = model.attempts[index]!;
+      if (attempt.startedAt === null || attempt.startedAt <= at) return attempt;
+    }
+    return model.attempts[0] ?? current();
+  };
+  const refOf = (attempt: AttemptView): AttemptRef => ({
+    epoch: attempt.epoch,
+    owner: attempt.owner,
+  });
+  const findUnit = (attempt: AttemptView, unit: string): UnitView | undefined =>
+    attempt.items.find((item) => item.type === 'unit' && item.unit === unit) as
+      UnitView | undefined;
+  /** An attempt before `attempt` that left `unit` unsettled, when `attempt` has no view of its own. */
+  const leftOpen = (attempt: AttemptView, unit: string): UnitView | undefined => {
+    if (findUnit(attempt, unit) !== undefined) return undefined;
+    const before = model.attempts.slice(0, model.attempts.indexOf(attempt));
+    return before
+      .map((earlier) => findUnit(earlier, unit))
+      .filter((view) => view !== undefined && !view.settled)
+      .at(-1);
+  };
   const unitOf = (attempt: AttemptView, unit: string, label: string): UnitView => {
-    const found = attempt.items.find((item) => item.type === 'unit' && item.unit === unit);
-    if (found !== undefined) return found as UnitView;
+    const found = findUnit(attempt, unit);
+    if (found !== undefined) return found;
     const created: AttemptItem = {
       type: 'unit',
       unit,
@@ -99,8 +139,20 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
     attempt.items.push(created);
     return created;
   };
+  /** The view an earlier attempt has of an effect it started and never settled, for a settle made later. */
+  const startedBefore = (attempt: AttemptView, effectId: string): EffectView | undefined => {
+    const before = model.attempts.slice(0, model.attempts.indexOf(attempt));
+    for (const earlier of before.reverse()) {
+      for (const item of earlier.items) {
+        const effects = item.type === 'unit' ? item.effects : item.type === 'effect' ? [item] : [];
+        const view = effects.find((effect) => effect.effectId === effectId);
+        if (view !== undefined) return view.settled ? undefined : view;
+      }
+    }
+    return undefined;
+  };
   const effectOf = (event: EffectEvent): EffectView => {
-    const attempt = current();
+    const attempt = attemptAt(event.at);
     const container =
       event.unit === null ? undefined : unitOf(attempt, event.unit, unitLabel(event.unit)).effects;
     const found =
@@ -155,14 +207,21 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
         break;
       }
       case 'unit.started': {
-        const unit = unitOf(current(), event.unit, event.label);
+        const unit = unitOf(attemptAt(event.at), event.unit, event.label);
         if (unit.effects.length === 0 && !unit.settled) unit.continued = false;
         break;
       }
       case 'unit.settled': {
-        const unit = unitOf(current(), event.unit, event.label);
+        const attempt = attemptAt(event.at);
+        const open = leftOpen(attempt, event.unit);
+        const unit = open ?? unitOf(attempt, event.unit, event.label);
+        if (open !== undefined) {
+          open.settledIn = refOf(attempt);
+          // Its duration would run from its start to the takeover: not how long it took.
+          delete unit.ms;
+        }
         unit.settled = true;
-        if (event.ms !== undefined) unit.ms = event.ms;
+        if (event.ms !== undefined && open === undefined) unit.ms = event.ms;
         if (event.usage !== undefined) unit.usage = event.usage;
         break;
       }
@@ -170,18 +229,23 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineModel {
         effectOf(event).startedAt = event.at;
         break;
       case 'effect.settled': {
-        const effect = effectOf(event);
+        const attempt = attemptAt(event.at);
+        const earlier = startedBefore(attempt, event.effectId);
+        const inAttempt = earlier === undefined;
+        const effect = earlier ?? effectOf(event);
+        if (!inAttempt) effect.settledIn = refOf(attempt);
         effect.settled = true;
         if (event.outcome !== undefined) effect.outcome = event.outcome;
         if (event.code !== undefined) effect.code = event.code;
-        if (event.ms !== undefined) effect.ms = event.ms;
+        // Settled by a later attempt, its duration would run from its start to the takeover.
+        if (event.ms !== undefined && inAttempt) effect.ms = event.ms;
         if (event.bytes !== undefined) effect.bytes = event.bytes;
         if (event.usage !== undefined) effect.usage = event.usage;
         if (event.childRunId !== undefined) effect.childRunId = event.childRunId;
         break;
       }
       case 'signals':
-        current().items.push({ type: 'signals', at: event.at, names: [...event.names] });
+        attemptAt(event.at).items.push({ type: 'signals', at: event.at, names: [...event.names] });
         break;
       case 'waiting': {
         const attempt = current();

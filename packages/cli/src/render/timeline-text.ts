@@ -7,6 +7,7 @@ import { statusPaint } from './run-list.js';
 import type { Style } from './style.js';
 import type {
   AttemptEnd,
+  AttemptRef,
   AttemptView,
   EffectView,
   RunTimeline,
@@ -98,7 +99,14 @@ function unitLine(unit: UnitView, style: Style): string {
   if (unit.ms !== undefined) parts.push(formatDuration(unit.ms));
   if (unit.usage !== undefined) parts.push(formatUsage(unit.usage));
   if (!unit.settled) parts.push(style.faint('not settled in this attempt'));
+  if (unit.settledIn !== undefined)
+    parts.push(style.warn(`settled by ${attemptName(unit.settledIn)} when it took over`));
   return parts.join('  ');
+}
+
+/** An attempt named by another: its number is its epoch's place, which the reader sees in the headings. */
+function attemptName({ epoch, owner }: AttemptRef): string {
+  return `attempt ${epoch ?? '?'}${owner === null ? '' : ` (${owner})`}`;
 }
 
 function effectLine(effect: EffectView, attempt: AttemptView, style: Style): string {
@@ -112,8 +120,13 @@ function effectLine(effect: EffectView, attempt: AttemptView, style: Style): str
       : effect.outcome === 'error'
         ? style.bad('✗')
         : style.alarm('?');
-  const details = settledDetails(effect);
-  return `${mark} ${effect.name}  ${describeOutcome(effect, style)}${details === '' ? '' : `  ${style.faint(details)}`}`;
+  const details =
+    effect.settledIn === undefined
+      ? style.faint(settledDetails(effect))
+      : style.warn(
+          `in flight when this attempt stopped; found so by ${attemptName(effect.settledIn)}`,
+        );
+  return `${mark} ${effect.name}  ${describeOutcome(effect, style)}${details === '' ? '' : `  ${details}`}`;
 }
 
 /**
@@ -140,5 +153,5 @@ function attemptEnd(end: AttemptEnd, style: Style): string {
     end.by === null
       ? ''
       : `; ${end.how === 'taken_over' ? 'taken over' : 'continued'} by ${end.by}`;
-  return style.warn(`${how}${next} (what it did after #${end.lastSeq} is superseded)`);
+  return style.warn(`${how}${next}; its last checkpointed event was #${end.lastSeq}`);
 }
