@@ -22,6 +22,8 @@ export interface CommandContext {
   opened: OpenedStore;
   json: boolean;
   style: Style;
+  /** The command's environment variables. */
+  env: NodeJS.ProcessEnv;
   /** Prints one line (or lines) of text to stdout. */
   print(text: string): void;
   /** Writes text to stdout as it is, with no newline: a run's streamed text as it comes. */

@@ -28,8 +28,8 @@ export type Command =
   | { name: 'show' | 'timeline' | 'cancel' | 'discard' | 'resume'; runId: string }
   | { name: 'watch'; runId: string; after: number }
   | { name: 'signal'; runId: string; signal: string; payload: JsonValue; key?: string }
-  | { name: 'approve'; runId: string; callId: string; argsHash?: string }
-  | { name: 'reject'; runId: string; callId: string; reason?: string }
+  | { name: 'approve'; runId: string; callId: string; argsHash?: string; by?: string }
+  | { name: 'reject'; runId: string; callId: string; reason?: string; by?: string }
   | { name: 'ui'; host?: string; port?: number };
 
 /** A parsed command line. */
@@ -56,6 +56,7 @@ const flags = {
   key: { type: 'string' },
   'args-hash': { type: 'string' },
   reason: { type: 'string' },
+  by: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
 } as const;
@@ -75,8 +76,8 @@ const subcommands = {
   resume: { args: ['runId'], flags: [] },
   watch: { args: ['runId'], flags: ['after'] },
   signal: { args: ['runId', 'name'], flags: ['payload', 'key'] },
-  approve: { args: ['runId', 'toolCallId'], flags: ['args-hash'] },
-  reject: { args: ['runId', 'toolCallId'], flags: ['reason'] },
+  approve: { args: ['runId', 'toolCallId'], flags: ['args-hash', 'by'] },
+  reject: { args: ['runId', 'toolCallId'], flags: ['reason', 'by'] },
   /** `cairn ui`, the one command outside `runs`. */
   ui: { args: [], flags: ['host', 'port'] },
 } as const satisfies Record<string, { args: readonly string[]; flags: readonly Flag[] }>;
@@ -167,6 +168,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
         runId,
         callId: args[1]!,
         ...(values['args-hash'] === undefined ? {} : { argsHash: values['args-hash'] }),
+        ...(values.by === undefined ? {} : { by: values.by }),
       });
     case 'reject':
       return done({
@@ -174,6 +176,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
         runId,
         callId: args[1]!,
         ...(values.reason === undefined ? {} : { reason: values.reason }),
+        ...(values.by === undefined ? {} : { by: values.by }),
       });
     default:
       return done({ name: sub as 'show' | 'timeline' | 'cancel' | 'discard' | 'resume', runId });

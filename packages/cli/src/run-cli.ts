@@ -49,6 +49,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     opened,
     json,
     style: json ? plainStyle : createStyle({ isTty: io.isTty === true, env: io.env }),
+    env: io.env,
     print: (text) => io.stdout(`${text}\n`),
     write: (text) => io.stdout(text),
     warn: (text) => io.stderr(`warning: ${text}\n`),

@@ -22,9 +22,10 @@ Commands:
                                       with it will claim it
   runs signal <runId> <name> [--payload json] [--key idempotencyKey]
                                       puts a signal in its mailbox
-  runs approve <runId> <toolCallId> [--args-hash h]
-                                      approves a held tool call (default: the arguments it waits with)
-  runs reject <runId> <toolCallId> [--reason text]
+  runs approve <runId> <toolCallId> [--args-hash h] [--by who]
+                                      approves a held tool call (default: the arguments it waits with),
+                                      recorded as decided by --by (default: your user name)
+  runs reject <runId> <toolCallId> [--reason text] [--by who]
                                       rejects a held tool call; the model reads the reason
   ui                                  serves the runs' web page (list, timelines, live watch) on this
                                       machine until Ctrl-C; prints its address (default: a free port)

@@ -49,9 +49,14 @@ export function describeSteering(context: () => SteeringContext): void {
       4,
       expect.stringMatching(/^error RUN_WAITING: .*approval of send_email \(call email\)/),
     ]);
-    const approved = await run(['runs', 'approve', ids.waiting, 'email']);
+    const approved = await run(['runs', 'approve', ids.waiting, 'email', '--by', 'ada@ops']);
     expect(approved.code).toBe(0);
     expect(approved.stdout).toMatch(`Approved tool call email of run ${ids.waiting}`);
+    // The decision is recorded as the operator's, not the tool's.
+    const decision = (await context().suite.store.mailbox(ids.waiting)).find(
+      (signal) => signal.name === 'cairn.approval',
+    );
+    expect(decision?.payload).toMatchObject({ callId: 'email', approved: true, by: 'ada@ops' });
     // The wait is due now: no worker holds it, any worker with the definition continues it.
     const resumed = await run(['runs', 'resume', ids.waiting, '--json']);
     expect([resumed.code, json(resumed.stdout)]).toEqual([

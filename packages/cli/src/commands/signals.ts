@@ -1,4 +1,5 @@
 /** `cairn runs signal`, `approve` and `reject`: a client's signals, sent to a run's mailbox. */
+import { userInfo } from 'node:os';
 import {
   CairnError,
   RunNotFoundError,
@@ -69,10 +70,11 @@ export async function decideCall(
     callId: string;
     argsHash?: string;
     reason?: string;
+    by?: string;
   },
 ): Promise<number> {
   const { runId, callId, reason } = command;
-  const by = 'cairn cli';
+  const by = command.by ?? whoDecides(context);
   const approved = command.name === 'approve';
   const receipt = approved
     ? await context.client.approve(runId, callId, {
@@ -108,4 +110,18 @@ async function pendingCall(context: CommandContext, runId: string, callId: strin
     );
   }
   return call;
+}
+
+/**
+ * Who a decision is recorded as made by, without `--by`: the operating system's user running the command (as
+ * `git` and `psql` name their user), else the command itself.
+ */
+function whoDecides(context: CommandContext): string {
+  const fromEnv = context.env.USER ?? context.env.LOGNAME ?? context.env.USERNAME;
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  try {
+    return userInfo().username;
+  } catch {
+    return 'cairn cli';
+  }
 }
