@@ -12,7 +12,7 @@ import type { Style } from './style.js';
 export class EventNotes {
   /** When the attempt now running started, and its epoch. */
   private attempt: { at: number; epoch: number } | undefined;
-  /** When each effect started, and under which attempt's epoch (by time). */
+  /** Under which attempt's epoch (by time) each effect and unit started. */
   private readonly started = new Map<string, number | undefined>();
   /** Epochs by when their attempts started, oldest first. */
   private readonly attempts: Array<{ at: number; epoch: number }> = [];
@@ -28,16 +28,24 @@ export class EventNotes {
     }
     const before = this.attempt !== undefined && event.at < this.attempt.at;
     const epoch = this.epochAt(event.at);
-    if (event.type === 'effect.started') this.started.set(event.effectId, epoch);
-    if (event.type === 'effect.settled' && this.attempt !== undefined && !before) {
-      const startedUnder = this.started.get(event.effectId);
+    if (event.type === 'effect.started') this.started.set(`effect ${event.effectId}`, epoch);
+    if (event.type === 'unit.started') this.started.set(`unit ${event.unit}`, epoch);
+    const settled =
+      event.type === 'effect.settled'
+        ? `effect ${event.effectId}`
+        : event.type === 'unit.settled'
+          ? `unit ${event.unit}`
+          : undefined;
+    if (settled !== undefined && this.attempt !== undefined && !before) {
+      const startedUnder = this.started.get(settled);
       if (startedUnder !== undefined && startedUnder !== this.attempt.epoch) {
         // Its duration would run from its start to the takeover: not how long it took.
-        const { ms: _ms, ...rest } = event;
-        return (
-          renderEventLine(rest, this.style) +
-          this.style.warn(` (in flight when attempt epoch ${startedUnder} stopped)`)
-        );
+        const { ms: _ms, ...rest } = event as Extract<RunEvent, { ms?: number }>;
+        const note =
+          event.type === 'effect.settled'
+            ? ` (in flight when attempt epoch ${startedUnder} stopped)`
+            : ` (begun by attempt epoch ${startedUnder})`;
+        return renderEventLine(rest, this.style) + this.style.warn(note);
       }
     }
     const line = renderEventLine(event, this.style);

@@ -3,59 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { plainStyle } from './style.js';
 import { buildTimeline, type RunTimeline } from './timeline-model.js';
 import { renderTimeline } from './timeline-text.js';
-
-// A crash in flight and its takeover, as the runtime records them: the crashed attempt's history ends at its last
-// checkpoint (#3); the attempt that takes over records the abandonment, its own start, then what the crashed one
-// journaled since (its model answer, the call it started), at the crashed attempt's times; then the call settles,
-// unknown, and the trip with it.
-const book = { effectId: 'e1', unit: 'trip-1', name: 'execute_tool book', kind: 'tool' } as const;
-const chat = { effectId: 'm1', unit: 'trip-1', name: 'chat gpt', kind: 'model' } as const;
-const crashed: RunEvent[] = [
-  { seq: 1, at: 1_000, type: 'attempt.started', epoch: 1, owner: 'worker-a', takenFrom: null },
-  { seq: 2, at: 1_001, type: 'unit.started', unit: 'trip-0', label: 'trip 0' },
-  { seq: 3, at: 1_003, type: 'unit.settled', unit: 'trip-0', label: 'trip 0', ms: 2 },
-  {
-    seq: 4,
-    at: 4_000,
-    type: 'attempt.abandoned',
-    epoch: 1,
-    owner: 'worker-a',
-    lastSeq: 3,
-    how: 'taken_over',
-  },
-  {
-    seq: 5,
-    at: 4_000,
-    type: 'attempt.started',
-    epoch: 2,
-    owner: 'worker-b',
-    takenFrom: 'worker-a',
-  },
-  { seq: 6, at: 1_004, type: 'unit.started', unit: 'trip-1', label: 'trip 1' },
-  { seq: 7, at: 1_005, type: 'effect.settled', ...chat, outcome: 'ok', ms: 1 },
-  { seq: 8, at: 1_006, type: 'effect.started', ...book },
-  {
-    seq: 9,
-    at: 4_001,
-    type: 'effect.settled',
-    ...book,
-    outcome: 'unknown',
-    code: 'OUTCOME_UNKNOWN',
-    ms: 2_995,
-  },
-  {
-    seq: 10,
-    at: 4_002,
-    type: 'unit.settled',
-    unit: 'trip-1',
-    label: 'trip 1',
-    ms: 2_998,
-    usage: { inputTokens: 5, outputTokens: 2 },
-  },
-  { seq: 11, at: 4_003, type: 'unit.started', unit: 'trip-2', label: 'trip 2' },
-  { seq: 12, at: 4_004, type: 'unit.settled', unit: 'trip-2', label: 'trip 2', ms: 1 },
-  { seq: 13, at: 4_005, type: 'ended', status: 'completed' },
-];
+import { book, crashed } from '../../test/fixtures/takeover-events.js';
 
 function timeline(events: RunEvent[]): RunTimeline {
   return {
