@@ -166,6 +166,10 @@ await describeUiOnStores('cairn_cli_ui', (fixture) => {
       expect(await page.locator('dl.facts').textContent()).toContain(
         '300 in / 60 out tokens with its child runs',
       );
+      // What the hotel node's agent said, under the node (its child run streamed it).
+      const nodeText = page.locator(`li[data-child="${fixture().ids.child}"] section.live`);
+      await nodeText.locator('.said', { hasText: 'Casa Azul, by the river.' }).waitFor();
+      expect(await nodeText.locator('h3').textContent()).toMatch(/^node hotel/);
       const child = page.locator(`li[data-child="${fixture().ids.child}"] a`);
       await child.click();
       await page.locator('h1', { hasText: fixture().ids.child }).waitFor();

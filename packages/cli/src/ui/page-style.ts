@@ -86,7 +86,7 @@ pre.output { max-height: 16em; overflow: auto; background: #f0f2f5; padding: .5e
 .dag .node[data-state="unknown"] { border-color: var(--unknown); }
 .dag .node[data-state="running"] { border-color: var(--running); }
 ul.children { margin: .3em 0; padding-left: 1.2em; }
-#stream-status { font-size: .85em; font-weight: normal; }
+.stream-status { font-size: .85em; font-weight: normal; }
 .live-units { display: flex; flex-direction: column; gap: .5em; }
 .unit { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .4em .8em .6em; }
 .unit-name { font-size: .8em; margin-bottom: .2em; }

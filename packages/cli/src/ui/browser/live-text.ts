@@ -31,12 +31,15 @@ interface UnitBox {
   said: HTMLElement;
 }
 
-/** The Live section of the run whose API path is `runPath`, reading from the first chunk until `view` ends. */
-export function createLiveText(runPath: string, view: View): LiveText {
-  const status = el('span', { id: 'stream-status', class: 'muted' });
+/**
+ * The Live section of the run whose API path is `runPath`, reading from the first chunk until `view` ends. `title`
+ * heads it: `Live` for the run's own page, a planner node's name for the child run that node runs.
+ */
+export function createLiveText(runPath: string, view: View, title = 'Live'): LiveText {
+  const status = el('span', { class: 'stream-status muted' });
   const units = el('div', { class: 'live-units' });
   const node = el('section', { class: 'live', hidden: true }, [
-    el('h2', {}, ['Live ', status]),
+    el(title === 'Live' ? 'h2' : 'h3', {}, [`${title} `, status]),
     units,
   ]);
   const boxes = new Map<string, UnitBox>();

@@ -38,6 +38,20 @@ export function showRun(container: HTMLElement, runId: string, view: View): void
   let lastSeq = 0;
   let run: RunDetail | null = null;
   let plan: RenderedPlan | null = null;
+  /** The live text of each agent node's child run, made once and kept across redraws of the list. */
+  const childText = new Map<string, HTMLElement>();
+  const childTextOf = (childRunId: string, node: string): HTMLElement => {
+    let shown = childText.get(childRunId);
+    if (shown === undefined) {
+      shown = createLiveText(
+        `/api/runs/${encodeURIComponent(childRunId)}`,
+        view,
+        `node ${node}`,
+      ).node;
+      childText.set(childRunId, shown);
+    }
+    return shown;
+  };
   let refreshTimer: ReturnType<typeof setTimeout> | undefined;
   // Set once the Live section exists: the run's text stream, read on when the run goes on.
   let resumeText: () => void = () => undefined;
@@ -78,6 +92,8 @@ export function showRun(container: HTMLElement, runId: string, view: View): void
                 class: 'muted',
                 text: ` ${child.kind} ${child.name}, node ${child.node}`,
               }),
+              // What the node's agent says, under the node, as it says it.
+              child.kind === 'agent' ? childTextOf(child.runId, child.node) : null,
             ]),
           ),
         ),
