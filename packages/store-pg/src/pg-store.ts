@@ -89,6 +89,11 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   migrationSql(): string;
   /** Deletes finished runs last updated before `olderThan`, never a leased one; returns how many. */
   prune(options: PruneOptions): Promise<number>;
+  /**
+   * Checks the schema and opens the liveness session (not in lease-only mode): throws `STORE_FAILED` for a session
+   * connection behind a transaction-pooling proxy, as the first claim would. A worker calls it from `start()`.
+   */
+  prepare(): Promise<void>;
   /** Appends to a run's stream log under the fence, in one statement with other runs' appends. */
   appendStream: StreamStore['appendStream'];
   /** The stream chunks a checkpoint or journal append carries are written in its statement. */
@@ -280,6 +285,17 @@ export function pgStore(options: PgStoreOptions): PgStore {
     claim: async (claimOptions) => {
       await ensureReady();
       return leases.claim(claimOptions);
+    },
+    // A session connection behind a transaction-pooling proxy is refused here (poolerDetectedError), before a
+    // worker claims: its start() rejects instead of reporting the same error at every poll.
+    prepare: async () => {
+      await ensureReady();
+      if (session === undefined) return;
+      try {
+        await session.id();
+      } catch (error) {
+        throw toStoreError(error, 'open its liveness session', names.schema);
+      }
     },
     subscribe: async (onWork) => {
       await ensureReady();

@@ -189,10 +189,12 @@ describe.skipIf(skip)('behind PgBouncer in transaction mode', () => {
     await direct.unsafe(`drop schema if exists "${schema}" cascade`);
   });
 
-  it('refuses sessions by default: the first claim fails with STORE_FAILED naming the pooler', async () => {
+  it('refuses sessions by default: prepare and the first claim fail with STORE_FAILED naming the pooler', async () => {
     const store = open();
     await store.create(run('r', 'queued'));
     const attempts = [
+      // What a worker's start() calls first: it rejects there instead of failing every poll.
+      () => store.prepare(),
       () => store.acquire('r', { owner: 'w', ttlMs: long }),
       () => store.claim!({ owner: 'w', ttlMs: long, limit: 10, definitions }),
     ];
@@ -210,6 +212,7 @@ describe.skipIf(skip)('behind PgBouncer in transaction mode', () => {
     expect(await row('r')).toMatchObject({ owner: null, epoch: 0 });
     expect(await advisoryLocks(direct)).toBe(0);
     const other = open({ liveness: 'lease' });
+    await other.prepare();
     expect(await other.acquire('r', { owner: 'x', ttlMs: long })).toMatchObject({ epoch: 1 });
   });
 

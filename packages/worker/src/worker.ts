@@ -378,6 +378,16 @@ export function createWorker(options: WorkerOptions): Worker {
         throw new CairnError('INVALID_ARGUMENT', 'A worker can be started once.');
       state = 'running';
       try {
+        await store.prepare?.();
+      } catch (error) {
+        // What can never work (a pooler the store refuses, a schema it cannot use) fails start(), not every poll.
+        if (!(isCairnError(error) && error.retryable)) {
+          state = 'closed';
+          throw error;
+        }
+        emit({ type: 'error', code: error.code, message: String(error) });
+      }
+      try {
         unsubscribe = await store.subscribe?.(() => wake.notify());
       } catch (error) {
         // No notifications: the poll still finds work.

@@ -55,6 +55,36 @@ describe('a worker with a client', () => {
     expect(await client.list({ status: 'completed' })).toHaveLength(1);
   });
 
+  it('rejects start() when its store refuses what can never work, and starts through a store that is down', async () => {
+    const inner = memoryStore();
+    const { agent } = orderAgent(inner);
+    const refused = new CairnError('STORE_FAILED', 'The session connection goes through a pooler.');
+    const misconfigured: DurableStore = { ...inner, prepare: async () => Promise.reject(refused) };
+    const { worker, events } = startWorker(misconfigured, agent, 'w1');
+    await expect(worker.start()).rejects.toBe(refused);
+    expect(events.some((event) => event.type === 'started')).toBe(false);
+    await worker.close();
+
+    // A store that is down now may be up soon: the worker starts, says why, and its claims try again.
+    let down = true;
+    const flaky: DurableStore = {
+      ...inner,
+      prepare: async () => {
+        if (down)
+          throw new CairnError('STORE_UNAVAILABLE', 'connection refused', { retryable: true });
+      },
+    };
+    const client = createClient({ store: inner });
+    const { runId } = await client.start(agent, 'place the order');
+    const second = startWorker(flaky, agent, 'w2');
+    await second.worker.start();
+    down = false;
+    expect(second.events).toContainEqual(
+      expect.objectContaining({ type: 'error', code: 'STORE_UNAVAILABLE' }),
+    );
+    expect(await client.result(runId, { pollMs: 10 })).toBe('all steps done');
+  });
+
   it('hands a run over on close, and another worker continues it at once without re-running tools', async () => {
     const store = memoryStore();
     const hold = gate();

@@ -406,6 +406,13 @@ export interface LeaseStore {
    * without racing each other for the same runs; a store without it is claimed run by run.
    */
   claim?(options: ClaimOptions): Promise<Lease[]>;
+  /**
+   * Readies what claiming needs (store-pg: its schema check and its liveness session), so that what can never
+   * work is known before a worker claims anything: a configuration the store refuses throws a non-retryable
+   * `CairnError` (a worker's `start()` then rejects with it), a store that is down a retryable one (the worker
+   * starts and its claims try again). Optional: a store that needs nothing first has none.
+   */
+  prepare?(): Promise<void>;
 }
 
 /** What `claim` claims: up to `limit` runs of these definitions, for `owner`. */
