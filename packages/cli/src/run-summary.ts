@@ -10,8 +10,10 @@ export interface RunSummary {
   status: RunStatus;
   /** The lease holder of the current or last lease, or null. */
   owner: string | null;
-  /** A live worker holds the run now (its lease has not run out). */
+  /** A live worker holds the run now (its lease has not run out, and the store does not know its holder gone). */
   held: boolean;
+  /** The store knows the holder's process is gone (see `RunRecord.holderGone`); null when it cannot tell. */
+  holderGone: boolean | null;
   leaseUntil: number | null;
   epoch: number;
   recoveries: number;
@@ -37,6 +39,7 @@ export function runSummary(info: RunInfo): RunSummary {
     status: info.status,
     owner: info.owner,
     held: info.held,
+    holderGone: info.holderGone ?? null,
     leaseUntil: info.leaseUntil,
     epoch: info.epoch,
     recoveries: info.recoveries,

@@ -71,7 +71,13 @@ async function openPostgres(
   const sql = postgres(url, { max: 2, onnotice: () => undefined, connect_timeout: connectSeconds });
   const end = () => sql.end({ timeout: 5 });
   // A server that never answered has nothing to finish: its connections are ended at once.
-  await reached('Postgres', url, reachMs, () => sql`SELECT 1`, () => sql.end({ timeout: 0 }));
+  await reached(
+    'Postgres',
+    url,
+    reachMs,
+    () => sql`SELECT 1`,
+    () => sql.end({ timeout: 0 }),
+  );
   const store = pgStore({ sql, ...(schema === undefined ? {} : { schema }) });
   return withDriver(store, 'postgres', end);
 }

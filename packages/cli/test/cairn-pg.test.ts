@@ -13,6 +13,7 @@ describeCairnCommands('Postgres', async () => {
   return {
     store,
     env: { DATABASE_URL: url, CAIRN_SCHEMA: 'ops' },
+    another: () => pgStore({ sql, schema: 'ops' }),
     async close() {
       await store.close();
       await sql.end({ timeout: 5 });

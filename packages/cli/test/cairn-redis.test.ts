@@ -13,6 +13,7 @@ describeCairnCommands('Redis', async () => {
   return {
     store,
     env: { REDIS_URL: url, CAIRN_PREFIX: prefix },
+    another: () => redisStore({ client, prefix }),
     async close() {
       await store.close();
       // KEYS is fine on the tests' one-node Redis, in a clean-up (never in the store).

@@ -71,6 +71,7 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
           'epoch',
           'error',
           'held',
+          'holderGone',
           'kind',
           'leaseUntil',
           'name',

@@ -118,6 +118,21 @@ export function describeSteering(context: () => SteeringContext): void {
     } finally {
       await suite.store.release(lease!);
     }
+
+    // A worker whose process dies holds nothing, whatever its lease says: within a second, not at its end.
+    const dying = suite.another();
+    await dying.acquire(held, { owner: 'worker-killed', ttlMs: 60_000 });
+    expect((await run(['runs', 'show', held])).stdout).toMatch(
+      /^holder\s+worker-killed \(alive\)$/m,
+    );
+    await dying.close();
+    await expect
+      .poll(async () => (await run(['runs', 'show', held])).stdout, { timeout: 10_000 })
+      .toMatch(/^holder\s+worker-killed \(gone: its process died\)$/m);
+    const shownJson = json<{ run: { held: boolean; holderGone: boolean } }>(
+      (await run(['runs', 'show', held, '--json'])).stdout,
+    );
+    expect(shownJson.run).toMatchObject({ held: false, holderGone: true });
   });
 
   it('hands a run it performs over on Ctrl-C: exit 130, the call in flight written, the run claimable', async () => {

@@ -82,5 +82,10 @@ export function json<T = Record<string, unknown>>(text: string): T {
 export interface SuiteStore {
   store: DurableStore;
   env: Record<string, string>;
+  /**
+   * Another store instance on the same data, as a worker process would have: closing it without releasing what
+   * it holds is how its process dies.
+   */
+  another(): DurableStore & { close(): Promise<void> };
   close(): Promise<void>;
 }

@@ -115,6 +115,29 @@ export function runColumns(names: Names, alias: string): string {
 }
 
 /**
+ * Whether the session of the run's holder (its root's, for a child) is gone, for the runs table under `alias`: its
+ * row says dead, is gone, or its lock is free (`pg_try_advisory_xact_lock` takes it and lets go at the
+ * statement's end, as a claimer's probe does; a dead session's key is never used again). Null when nobody holds
+ * the run or its holder keeps no session (lease-only liveness). For the reads a client makes (`load`, `list`),
+ * never for claims.
+ */
+export function holderGoneColumn(names: Names, alias: string): string {
+  const session = `CASE WHEN ${alias}.root_run_id IS NULL THEN ${alias}.holder_session
+          ELSE (SELECT h.holder_session FROM ${names.runs} h WHERE h.run_id = ${alias}.root_run_id) END`;
+  return `(SELECT CASE WHEN k.id IS NULL THEN NULL
+                 ELSE coalesce((SELECT s.dead_at IS NOT NULL OR pg_try_advisory_xact_lock(s.lock_key)
+                                  FROM ${names.sessions} s WHERE s.id = k.id), true) END
+             FROM (SELECT ${session} AS id) k)`;
+}
+
+/** The record with what `holderGoneColumn` read, when it could tell. */
+export function withHolderGone(record: RunRecord, gone: unknown): RunRecord {
+  return record.owner === null || typeof gone !== 'boolean'
+    ? record
+    : { ...record, holderGone: gone };
+}
+
+/**
  * A run's journal since its checkpoint, for the runs table under `alias`, as the text of a JSON array: the
  * entries kept in its row (one per line, see `000004_inline_journal.sql`), then those written to the journal
  * table because they did not fit there. `decodeJournal` puts them in seq order.

@@ -8,6 +8,7 @@ import {
 import { readFields, runScript, serverNow, type StoreContext } from './context.js';
 import { deleteRun } from './lua/delete.js';
 import { linkChild } from './lua/link-child.js';
+import { bucketOf } from './keys.js';
 import { rootOf, toRecord } from './record.js';
 
 // A child run's keys carry its own hash tag, so on Cluster its scripts cannot see its parent or root: what
@@ -29,18 +30,50 @@ export async function toRecords(
   malformed: 'throw' | 'mark' = 'throw',
 ): Promise<RunRecord[]> {
   const roots = new Map<string, Promise<Map<string, string>>>();
+  let now: Promise<number> | undefined;
   return Promise.all(
     hashes.map(async (fields) => {
       const root = rootOf(fields);
-      if (root === undefined) return toRecord(fields, undefined, malformed);
-      let read = roots.get(root.runId);
-      if (read === undefined) {
-        read = readFields(ctx, root.runId, ['incarnation', 'owner', 'leaseUntil']);
-        roots.set(root.runId, read);
+      let holding = fields;
+      let record: RunRecord;
+      if (root === undefined) record = toRecord(fields, undefined, malformed);
+      else {
+        let read = roots.get(root.runId);
+        if (read === undefined) {
+          read = readFields(ctx, root.runId, ['incarnation', 'owner', 'leaseUntil', 'holder']);
+          roots.set(root.runId, read);
+        }
+        holding = await read;
+        record = toRecord(fields, holding, malformed);
       }
-      return toRecord(fields, await read, malformed);
+      const holder = holding.get('holder');
+      if (record.owner === null || holder === undefined || holder === '') return record;
+      const gone = await holderGone(
+        ctx,
+        root?.runId ?? record.runId,
+        holder,
+        () => (now ??= serverNow(ctx)),
+      );
+      return gone === undefined ? record : { ...record, holderGone: gone };
     }),
   );
+}
+
+/**
+ * Whether the store instance holding a run is gone: its liveness in the run's bucket ended (on the server's
+ * clock). Undefined when it keeps none there (lease-only liveness, or its entry was cleared by a takeover).
+ */
+async function holderGone(
+  ctx: StoreContext,
+  holdingRunId: string,
+  holder: string,
+  now: () => Promise<number>,
+): Promise<boolean | undefined> {
+  const score = await ctx.gate.call('read a liveness', (client) =>
+    client.zscore(ctx.keys.live(bucketOf(holdingRunId)), holder),
+  );
+  if (score === null || score === undefined) return undefined;
+  return Number(score) < (await now());
 }
 
 /** True while `root` exists at its incarnation and `epoch`: a child's write under it may still land. */

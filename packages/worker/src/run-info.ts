@@ -14,7 +14,10 @@ export interface WaitingFor {
 
 /** A run as a client sees it: its record, whether a live worker holds it now, and what it waits for. */
 export interface RunInfo extends RunRecord {
-  /** A worker holds an unexpired lease on it (as of the client's clock). */
+  /**
+   * A live worker holds it: an unexpired lease (as of the client's clock) whose holder the store does not know to
+   * be gone (`holderGone`: a killed worker's runs stop counting as held within a second, not when the lease ends).
+   */
   held: boolean;
   /** Null unless the run is `waiting`. */
   waitingFor: WaitingFor | null;
@@ -24,7 +27,11 @@ export interface RunInfo extends RunRecord {
 export function runInfo(record: RunRecord, now: number): RunInfo {
   return {
     ...record,
-    held: record.owner !== null && record.leaseUntil !== null && record.leaseUntil > now,
+    held:
+      record.owner !== null &&
+      record.leaseUntil !== null &&
+      record.leaseUntil > now &&
+      record.holderGone !== true,
     waitingFor: record.status === 'waiting' ? waitingFor(record) : null,
   };
 }

@@ -27,6 +27,8 @@ export function statusPaint(status: RunStatus, style: Style): Paint {
 export function describeHolder(run: RunSummary, style: Style): string {
   if (run.owner === null) return '-';
   if (run.held) return `${run.owner} ${style.good('(alive)')}`;
+  // Its process died: the lease may still run, but another worker takes the run over after the grace.
+  if (run.holderGone === true) return `${run.owner} ${style.warn('(gone: its process died)')}`;
   return `${run.owner} ${style.faint('(lease ran out)')}`;
 }
 

@@ -81,6 +81,13 @@ export interface RunRecord {
   owner: string | null;
   /** Milliseconds since the epoch, on the store's clock. */
   leaseUntil: number | null;
+  /**
+   * In `load` and `list`: the store knows the holder's liveness ended (its process died: store-pg's session lock
+   * is free, store-redis's liveness lapsed), whatever `leaseUntil` says; another worker takes the run over once
+   * the grace has passed. False while the holder is alive; absent when nobody holds the run or the store cannot
+   * tell (lease-only liveness, a store without sessions).
+   */
+  holderGone?: boolean;
   /** Claims that took the run from a holder that never released it (a crash, a freeze). */
   recoveries: number;
   /**

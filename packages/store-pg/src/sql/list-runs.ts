@@ -1,7 +1,7 @@
 import type { RunFilter, RunRecord } from '@cairn/sdk';
 import { query, type Db } from '../db.js';
 import type { Names } from '../names.js';
-import { decodeRun, runColumns } from '../row.js';
+import { decodeRun, holderGoneColumn, runColumnCount, runColumns, withHolderGone } from '../row.js';
 
 /**
  * Runs matching the filter, oldest first; an absent filter field matches everything. Ordered by the table's
@@ -16,7 +16,7 @@ export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise
         : filter.status;
   const rows = await query(
     db,
-    `SELECT ${runColumns(names, 'r')} FROM ${names.runs} r
+    `SELECT ${runColumns(names, 'r')}, ${holderGoneColumn(names, 'r')} FROM ${names.runs} r
       WHERE ($1::text IS NULL OR status IN (SELECT jsonb_array_elements_text($1::text::jsonb)))
         AND ($2::text IS NULL OR kind = $2::text)
         AND ($3::text IS NULL OR name = $3::text)
@@ -30,5 +30,5 @@ export async function listRuns(db: Db, names: Names, filter: RunFilter): Promise
     ],
   );
   // One run whose rows were changed behind the store's back does not hide the others: its snapshot is null.
-  return rows.map((row) => decodeRun(row, 'null'));
+  return rows.map((row) => withHolderGone(decodeRun(row, 'null'), row[runColumnCount]));
 }

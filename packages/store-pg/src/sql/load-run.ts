@@ -5,11 +5,13 @@ import {
   decodeJournal,
   decodeSignals,
   decodeRun,
+  holderGoneColumn,
   journalColumn,
   runColumnCount,
   runColumns,
   signalsColumn,
   storedItemsOf,
+  withHolderGone,
 } from '../row.js';
 import { checkpointSeqOf } from './claimed.js';
 
@@ -25,13 +27,13 @@ export async function loadRun(
   const rows = await query(
     db,
     `SELECT ${runColumns(names, 'r')}, ${journalColumn(names, 'r')}, ${signalsColumn(names, 'r')},
-            r.checkpoint_seq::float8
+            r.checkpoint_seq::float8, ${holderGoneColumn(names, 'r')}
      FROM ${names.runs} r WHERE r.run_id = $1::text`,
     [runId],
   );
   const row = rows[0];
   if (row === undefined) return undefined;
-  const run = decodeRun(row);
+  const run = withHolderGone(decodeRun(row), row[runColumnCount + 3]);
   return {
     loaded: {
       run,

@@ -166,6 +166,35 @@ export function leaseTests(ctx: ConformanceContext, claimers: number): void {
     expect((await b.load(child.runId))?.journal).toEqual(entries(1, 2));
   });
 
+  it('tells a reader that a holder whose process died is gone, before its lease runs out', async () => {
+    const harness = ctx.harness();
+    if (harness.crash === undefined) return; // a store without sessions: only the lease tells liveness
+    const a = await ctx.store();
+    const b = await ctx.store();
+    const parent = newRun();
+    const { run: created } = await a.create(parent);
+    const child = newRun({ parent: { runId: parent.runId, incarnation: created.incarnation } });
+    await a.create(child);
+    await a.acquire(parent.runId, { owner: 'a', ttlMs: longTtlMs });
+    expect((await b.load(parent.runId))!.run).toMatchObject({ owner: 'a', holderGone: false });
+    await harness.crash(a);
+    const gone = async () => {
+      const [loaded, listed] = await Promise.all([b.load(parent.runId), b.list()]);
+      return [
+        loaded!.run.holderGone,
+        listed.find((run) => run.runId === parent.runId)?.holderGone,
+        // A child is held by its root: gone with it.
+        listed.find((run) => run.runId === child.runId)?.holderGone,
+      ];
+    };
+    for (let i = 0; i < 100 && (await gone()).some((value) => value !== true); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await gone()).toEqual([true, true, true]);
+    // Its lease still runs: only the liveness says the holder is gone.
+    expect((await b.load(parent.runId))!.run.leaseUntil).toBeGreaterThan(Date.now() + 1_000);
+  });
+
   it('keeps a run with a holder whose liveness only blipped, from an explicit claim too: no take-over, no recovery', async () => {
     const harness = ctx.harness();
     if (harness.blip === undefined) return; // a store without sessions: only the lease tells liveness

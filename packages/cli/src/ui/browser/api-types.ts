@@ -158,6 +158,8 @@ export interface WaitingFor {
 export interface RunDetail extends RunSummary {
   owner: string | null;
   held: boolean;
+  /** The store knows the holder's process died (its lease may still run). */
+  holderGone?: boolean;
   cancelRequested: boolean;
   createdAt: number;
   output?: unknown;

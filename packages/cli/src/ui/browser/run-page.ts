@@ -202,7 +202,11 @@ function renderHeader(run: RunDetail, model: Timeline): HTMLElement {
       run.owner
         ? [
             el('span', { class: 'mono', text: run.owner }),
-            run.held ? ' holds it now' : ' (lease expired)',
+            run.held
+              ? ' holds it now'
+              : run.holderGone === true
+                ? ' (gone: its process died; another worker takes the run over)'
+                : ' (lease expired)',
           ]
         : 'none',
     ],
