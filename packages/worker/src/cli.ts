@@ -146,6 +146,10 @@ async function main(): Promise<void> {
     await worker.start();
   } catch (error) {
     process.stderr.write(`cairn-worker: the worker failed to start: ${describe(error)}\n`);
+    // start() prepares the store: a schema that is not migrated is found there.
+    if (isCairnError(error) && error.code === 'SCHEMA_MISMATCH') {
+      process.stderr.write(`Run \`cairn-worker migrate ${options.module}\` first.\n`);
+    }
     process.exitCode = 1;
     process.off('SIGTERM', stop).off('SIGINT', stop);
     unwatch();
