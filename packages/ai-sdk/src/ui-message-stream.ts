@@ -44,6 +44,9 @@ export class UIMessageMapper {
       out.push({ type: 'data-cairn-superseded', id: `superseded-${position}`, data });
       return out;
     }
+    // An encoded part (a store read without its payload codec) says nothing a chat can show: give the codec to
+    // the store this reads from (`protectPayloads`) to stream what it says.
+    if (part.type === 'sealed') return out;
     // A tool call's input with no start (one the runtime dropped) would break the client's state machine.
     if (part.type === 'tool-input' && !this.tools.has(part.toolCallId)) return out;
     // Nor would the outcome of a call it has no part for (one whose id the runtime changed, or superseded).

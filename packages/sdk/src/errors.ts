@@ -35,7 +35,8 @@ export type CairnErrorCode =
   | 'NODE_FAILED'
   | 'REF_UNRESOLVED'
   | 'OUTCOME_UNKNOWN'
-  | 'APPROVAL_TIMEOUT';
+  | 'APPROVAL_TIMEOUT'
+  | 'PAYLOAD_UNREADABLE';
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {
@@ -49,7 +50,7 @@ export interface CairnErrorOptions {
 const brandPrefix = '@cairn/sdk/error:';
 
 /** Makes `instanceof` work across duplicate copies of this package by checking a global symbol. */
-function brand(errorClass: abstract new (...args: never[]) => Error, name: string): void {
+export function brand(errorClass: abstract new (...args: never[]) => Error, name: string): void {
   const symbol = Symbol.for(brandPrefix + name);
   Object.defineProperty(errorClass.prototype, symbol, { value: true });
   Object.defineProperty(errorClass, Symbol.hasInstance, {

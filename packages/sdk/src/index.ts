@@ -191,3 +191,20 @@ export type {
   RunEvent,
   RunEventType,
 } from './history/run-events.js';
+export { aesGcmCodec } from './payload/aes-gcm.js';
+export type { AesGcmOptions } from './payload/aes-gcm.js';
+export { deflateCodec } from './payload/compress.js';
+export { PayloadUnreadableError, payloadContext } from './payload/codec.js';
+export type {
+  EncodedPayload,
+  PayloadCodec,
+  PayloadContext,
+  PayloadKind,
+  PayloadUnreadableReason,
+} from './payload/codec.js';
+export { isSealed, PayloadSealer, sealedPrefix } from './payload/sealer.js';
+export type { SealerOptions } from './payload/sealer.js';
+export { sealedErrorMessage } from './payload/sealed-parts.js';
+export { sealedSnapshotMark } from './payload/sealed-snapshot.js';
+export { protectPayloads } from './payload/protected-store.js';
+export type { ProtectOptions } from './payload/protected-store.js';

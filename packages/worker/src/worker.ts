@@ -137,7 +137,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const signalHandlers = new Map<NodeJS.Signals, () => void>();
 
   const park = (runId: string, ms: number) => parked.set(runId, clock.now() + ms);
-  /** Runs found unreadable (SNAPSHOT_INVALID), with how long they were last parked for. */
+  /** Runs found unreadable (SNAPSHOT_INVALID, PAYLOAD_UNREADABLE), with how long they were last parked for. */
   const unreadable = new Map<string, number>();
 
   /** Performs one run: claimed here (run by run), or already claimed by a batch claim (`lease`). */
@@ -241,9 +241,13 @@ export function createWorker(options: WorkerOptions): Worker {
       emit({ type: 'suspended', runId, message });
     } else if (isCairnError(error) && error.code === 'RUN_DEAD_LETTERED') {
       emit({ type: 'dead_lettered', runId, message });
-    } else if (isCairnError(error) && error.code === 'SNAPSHOT_INVALID') {
-      // Rows changed behind the store's back stay so until someone mends them: said once, then looked at again
-      // less and less often (1 min, doubling, up to an hour), never claimed in a loop.
+    } else if (
+      isCairnError(error) &&
+      (error.code === 'SNAPSHOT_INVALID' || error.code === 'PAYLOAD_UNREADABLE')
+    ) {
+      // Rows changed behind the store's back (or payloads this worker has no codec or key for) stay so until
+      // someone mends them: said once, then looked at again less and less often (1 min, doubling, up to an
+      // hour), never claimed in a loop.
       const parkedFor = unreadable.get(runId);
       const next = parkedFor === undefined ? 60_000 : Math.min(parkedFor * 2, 3_600_000);
       unreadable.set(runId, next);

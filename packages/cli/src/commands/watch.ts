@@ -140,6 +140,8 @@ class TextPrinter {
   private midLine = false;
   /** Whose text the open line holds: the run's (null) or a node's. */
   private speaker: string | null = null;
+  /** The unit whose encoded chunks were last told of, so a run of them is told once. */
+  private sealedUnit: string | undefined;
 
   constructor(private readonly context: CommandContext) {}
 
@@ -191,6 +193,18 @@ class TextPrinter {
   show({ part, unit }: StreamChunk, node: string | null): void {
     const { style } = this.context;
     const prefix = node === null ? '' : `  ${node} ▸ `;
+    if (part.type === 'sealed') {
+      // Encoded by a payload codec this command was not given: said once for each run of such chunks.
+      if (this.sealedUnit === unit) return;
+      this.sealedUnit = unit;
+      this.line(
+        style.faint(
+          `${prefix}(${unit} said something encrypted: start cairn with --codec to read it)`,
+        ),
+      );
+      return;
+    }
+    this.sealedUnit = undefined;
     if (part.type === 'text' || part.type === 'reasoning') {
       if (this.speaker !== node || !this.midLine) {
         this.endLine();

@@ -26,6 +26,7 @@ const notStalls: ReadonlySet<CairnErrorCode> = new Set<CairnErrorCode>([
   'AGENT_DRIFT',
   'PLANNER_DRIFT',
   'SNAPSHOT_INVALID',
+  'PAYLOAD_UNREADABLE',
   'LEASE_LOST',
   'RUN_CANCELLED',
   'RUN_RELEASED',

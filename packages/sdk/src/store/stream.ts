@@ -17,7 +17,12 @@ export type StreamPart =
    * Every earlier chunk of the same unit no longer counts: its call is being made again (a retry, or a new
    * holder after the one that made it was lost), and what it said is replaced by what follows.
    */
-  | { type: 'superseded' };
+  | { type: 'superseded' }
+  /**
+   * A part stored encoded by a payload codec (`protectPayloads`): what it says is in `data`, readable only with
+   * the codec. A store keeps it as it keeps any part; a reader without the codec shows it as encrypted.
+   */
+  | { type: 'sealed'; data: string };
 
 /**
  * How a tool call the run made settled, said by the call's own unit once its outcome is journaled: `ok` with
@@ -60,6 +65,8 @@ export const maxStreamRead = 10_000;
 export const maxStreamName = 200;
 /** The longest text one chunk carries: a runtime coalesces deltas into chunks far smaller than this. */
 export const maxStreamText = 64_000;
+/** The longest encoded part (`sealed`): a part of the largest size, deflated or not, encrypted and in base64. */
+export const maxSealedStreamData = 600_000;
 
 /**
  * A run's stream log: chunks appended in order under the holder's fence, so a holder that lost its lease
@@ -172,6 +179,10 @@ function chunkProblem(chunk: StreamChunk): string | undefined {
       return toolOutcomeProblem(part);
     case 'superseded':
       return undefined;
+    case 'sealed':
+      return typeof part.data === 'string' && part.data.length <= maxSealedStreamData
+        ? undefined
+        : `has no encoded data of at most ${maxSealedStreamData} characters`;
     default:
       return `has an unknown part type ${JSON.stringify(part.type)}`;
   }

@@ -96,7 +96,8 @@ export type StreamPart =
   | { type: 'tool-input-start'; toolCallId: string; toolName: string }
   | { type: 'tool-input'; toolCallId: string; delta: string }
   | ToolOutcomePart
-  | { type: 'superseded' };
+  | { type: 'superseded' }
+  | { type: 'sealed'; data: string };
 
 /** A chunk of a run's stream log, as the sdk's `StreamChunk`: `position` is its SSE id. */
 export interface StreamChunk {

@@ -101,6 +101,16 @@ export function createLiveText(runPath: string, view: View, title = 'Live'): Liv
         append(line, toolOutcome(part));
         return;
       }
+      case 'sealed': {
+        // Encoded by a payload codec the page's server was not started with: never shown as bytes.
+        const { said } = boxOf(unit);
+        if (
+          said.lastElementChild?.classList.contains('encrypted') !== true ||
+          said.lastChild !== said.lastElementChild
+        )
+          append(said, el('span', { class: 'encrypted muted', text: '(encrypted)' }));
+        return;
+      }
       case 'superseded': {
         const shown = boxes.get(unit);
         // A unit that showed nothing yet has nothing to strike through.

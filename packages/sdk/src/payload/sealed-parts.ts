@@ -1,0 +1,267 @@
+import type { SerializedError } from '../errors.js';
+import type { JsonObject, JsonValue } from '../json.js';
+import type { JournalEntry, RunRecord, StoredRun } from '../store/contract.js';
+import { decisionSignal, type StandingDecision } from '../store/decisions.js';
+import { checkStreamChunks, type StreamChunk } from '../store/stream.js';
+import type { RunSignal, RunWait, SignalReceipt } from '../store/waits.js';
+import { PayloadUnreadableError } from './codec.js';
+import { SnapshotSealer } from './sealed-snapshot.js';
+import { PayloadSealer, type SealerOptions } from './sealer.js';
+
+/** Where a sealed error, wait detail or signal field keeps its encoded payload. */
+const sealedKey = 'cairn:sealed';
+/** What a sealed error says in place of its message to whoever reads it without the codec. */
+export const sealedErrorMessage = '(encrypted)';
+
+/**
+ * Encodes every payload of a run's rows, and decodes them: what a store may read stays plaintext (ids, names,
+ * statuses, times, positions, an error's code, an approval's call id and arguments hash, a wait's time and
+ * signal names); the rest (state, conversation, history, tool arguments and results, outputs, error messages,
+ * signal payloads, stream chunks) is encoded, each part bound to its run and place.
+ */
+export class PayloadProtector {
+  readonly sealer: PayloadSealer;
+  private readonly snapshots: SnapshotSealer;
+
+  constructor(options: SealerOptions) {
+    this.sealer = new PayloadSealer(options);
+    this.snapshots = new SnapshotSealer(this.sealer);
+  }
+
+  sealSnapshot(snapshot: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
+    return this.snapshots.seal(snapshot, runId, incarnation);
+  }
+
+  sealValue(value: JsonValue, runId: string, incarnation: string, kind: 'output'): Promise<string> {
+    return this.sealer.seal(value, this.sealer.context(runId, incarnation, kind));
+  }
+
+  /** An error's name, code and retryability stay readable; its message, data and causes are encoded. */
+  async sealError(error: SerializedError, runId: string, incarnation: string, position = '') {
+    const sealed = await this.sealer.seal(
+      error as unknown as JsonValue,
+      this.sealer.context(runId, incarnation, 'error', position),
+    );
+    return {
+      name: error.name,
+      code: error.code,
+      message: sealedErrorMessage,
+      retryable: error.retryable,
+      data: { [sealedKey]: sealed },
+    } satisfies SerializedError;
+  }
+
+  async openError(
+    error: SerializedError,
+    runId: string,
+    incarnation: string,
+    position = '',
+  ): Promise<SerializedError> {
+    const context = this.sealer.context(runId, incarnation, 'error', position);
+    const opened = await this.sealer.open(error.data?.[sealedKey], context);
+    if (opened === null || typeof opened !== 'object' || Array.isArray(opened)) {
+      throw new PayloadUnreadableError(context, 'malformed', 'it is not an error');
+    }
+    return opened as unknown as SerializedError;
+  }
+
+  async sealEntries(
+    entries: readonly JournalEntry[],
+    runId: string,
+    incarnation: string,
+  ): Promise<JournalEntry[]> {
+    const sealed: JournalEntry[] = [];
+    for (const entry of entries) {
+      // An entry that is not what the runtime writes is handed on as it is, for the store to refuse.
+      if (entry.type !== 'settled' || !isObject(entry.outcome as JsonValue | undefined)) {
+        sealed.push(entry);
+        continue;
+      }
+      const position = `${entry.effectId}#${entry.seq}`;
+      const { outcome } = entry;
+      let stored: typeof outcome;
+      if (outcome.status === 'ok') {
+        const context = this.sealer.context(runId, incarnation, 'journal', position);
+        stored = { status: 'ok', value: await this.sealer.seal(outcome.value, context) };
+      } else if (outcome.error !== undefined) {
+        stored = {
+          status: outcome.status,
+          error: await this.sealError(outcome.error, runId, incarnation, position),
+        } as typeof outcome;
+      } else {
+        stored = outcome;
+      }
+      sealed.push({ ...entry, outcome: stored });
+    }
+    return sealed;
+  }
+
+  async openEntries(
+    entries: readonly JournalEntry[],
+    runId: string,
+    incarnation: string,
+  ): Promise<JournalEntry[]> {
+    const opened: JournalEntry[] = [];
+    for (const entry of entries) {
+      // Not what the runtime writes: handed on as it is, for the runtime to refuse (`SNAPSHOT_INVALID`).
+      if (entry.type !== 'settled' || !isObject(entry.outcome as JsonValue | undefined)) {
+        opened.push(entry);
+        continue;
+      }
+      const position = `${entry.effectId}#${entry.seq}`;
+      const { outcome } = entry;
+      let read: typeof outcome;
+      if (outcome.status === 'ok') {
+        const context = this.sealer.context(runId, incarnation, 'journal', position);
+        read = { status: 'ok', value: await this.sealer.open(outcome.value, context) };
+      } else if (outcome.error !== undefined) {
+        const error = await this.openError(outcome.error, runId, incarnation, position);
+        read = { status: outcome.status, error } as typeof outcome;
+      } else {
+        read = outcome;
+      }
+      opened.push({ ...entry, outcome: read });
+    }
+    return opened;
+  }
+
+  /**
+   * A signal's payload, bound to its run and name (a client sends it to a run id, before any incarnation is
+   * known to it). A decision keeps what a store checks it by (call id, approval, arguments hash) readable; who
+   * decided and why are encoded.
+   */
+  async sealSignalPayload(runId: string, name: string, payload: JsonValue): Promise<JsonValue> {
+    if (name === decisionSignal && isObject(payload)) {
+      const sealed: JsonObject = { ...payload };
+      for (const field of ['by', 'reason'] as const) {
+        const value = payload[field];
+        if (typeof value === 'string') {
+          const context = this.sealer.context(runId, '', 'signal', `${name}:${field}`);
+          sealed[field] = await this.sealer.seal(value, context);
+        }
+      }
+      return sealed;
+    }
+    return this.sealer.seal(payload, this.sealer.context(runId, '', 'signal', name));
+  }
+
+  async openSignalPayload(runId: string, name: string, payload: JsonValue): Promise<JsonValue> {
+    if (name === decisionSignal) {
+      if (!isObject(payload)) return payload;
+      const opened: JsonObject = { ...payload };
+      for (const field of ['by', 'reason'] as const) {
+        if (payload[field] === undefined) continue;
+        const context = this.sealer.context(runId, '', 'signal', `${name}:${field}`);
+        opened[field] = await this.sealer.open(payload[field], context);
+      }
+      return opened;
+    }
+    return this.sealer.open(payload, this.sealer.context(runId, '', 'signal', name));
+  }
+
+  async openSignals(runId: string, signals: readonly RunSignal[]): Promise<RunSignal[]> {
+    const opened: RunSignal[] = [];
+    for (const signal of signals) {
+      opened.push({
+        ...signal,
+        payload: await this.openSignalPayload(runId, signal.name, signal.payload),
+      });
+    }
+    return opened;
+  }
+
+  async openReceipt(runId: string, receipt: SignalReceipt): Promise<SignalReceipt> {
+    if (receipt.decision === undefined) return receipt;
+    const decision = await this.openSignalPayload(
+      runId,
+      decisionSignal,
+      receipt.decision as unknown as JsonValue,
+    );
+    return { ...receipt, decision: decision as unknown as StandingDecision };
+  }
+
+  /** A wait's time and signal names stay readable; its detail is encoded, but for what decisions are checked by. */
+  async sealWait(wait: RunWait, runId: string, incarnation: string): Promise<RunWait> {
+    if (wait.detail === undefined) return wait;
+    const context = this.sealer.context(runId, incarnation, 'wait');
+    const detail: JsonObject = { [sealedKey]: await this.sealer.seal(wait.detail, context) };
+    if (incarnation === '') detail.created = true;
+    const approvals = isObject(wait.detail) ? wait.detail.approvals : undefined;
+    if (Array.isArray(approvals)) {
+      detail.approvals = approvals.filter(isObject).map(({ callId, argsHash }) => ({
+        callId: callId ?? null,
+        argsHash: argsHash ?? null,
+      }));
+    }
+    return { ...wait, detail };
+  }
+
+  async openWait(wait: RunWait, runId: string, incarnation: string): Promise<RunWait> {
+    if (wait.detail === undefined) return wait;
+    const bound = isObject(wait.detail) && wait.detail.created === true ? '' : incarnation;
+    const stored = isObject(wait.detail) ? wait.detail[sealedKey] : wait.detail;
+    const detail = await this.sealer.open(stored, this.sealer.context(runId, bound, 'wait'));
+    return { ...wait, detail };
+  }
+
+  async sealChunks(
+    chunks: readonly StreamChunk[],
+    runId: string,
+    incarnation: string,
+  ): Promise<StreamChunk[]> {
+    // Checked before they are encoded: a malformed chunk must be refused as the store would refuse it.
+    checkStreamChunks(runId, chunks);
+    const sealed: StreamChunk[] = [];
+    for (const chunk of chunks) {
+      const context = this.sealer.context(runId, incarnation, 'stream', String(chunk.position));
+      const data = await this.sealer.seal(chunk.part as unknown as JsonValue, context);
+      sealed.push({ ...chunk, part: { type: 'sealed', data } });
+    }
+    return sealed;
+  }
+
+  async openChunks(
+    chunks: readonly StreamChunk[],
+    runId: string,
+    incarnation: string,
+  ): Promise<StreamChunk[]> {
+    const opened: StreamChunk[] = [];
+    for (const chunk of chunks) {
+      const context = this.sealer.context(runId, incarnation, 'stream', String(chunk.position));
+      const stored = chunk.part.type === 'sealed' ? chunk.part.data : chunk.part;
+      const part = await this.sealer.open(stored, context);
+      opened.push({ ...chunk, part: part as unknown as StreamChunk['part'] });
+    }
+    return opened;
+  }
+
+  /** A stored run with every payload decoded; `PayloadUnreadableError` when one cannot be. */
+  async openRecord(record: RunRecord): Promise<RunRecord> {
+    const { runId, incarnation } = record;
+    const opened: RunRecord = { ...record };
+    if (record.snapshot !== null)
+      opened.snapshot = await this.snapshots.open(record.snapshot, runId, incarnation);
+    if (record.output !== undefined) {
+      const context = this.sealer.context(runId, incarnation, 'output');
+      opened.output = await this.sealer.open(record.output, context);
+    }
+    if (record.error !== undefined)
+      opened.error = await this.openError(record.error, runId, incarnation);
+    if (record.wait !== null) opened.wait = await this.openWait(record.wait, runId, incarnation);
+    return opened;
+  }
+
+  async openStoredRun(stored: StoredRun): Promise<StoredRun> {
+    const { runId, incarnation } = stored.run;
+    return {
+      ...stored,
+      run: await this.openRecord(stored.run),
+      journal: await this.openEntries(stored.journal, runId, incarnation),
+      signals: await this.openSignals(runId, stored.signals),
+    };
+  }
+}
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import {
+  aesGcmCodec,
+  CairnError,
+  deflateCodec,
+  isSealed,
+  PayloadSealer,
+  PayloadUnreadableError,
+  type JsonValue,
+  type PayloadCodec,
+  type PayloadUnreadableReason,
+} from '@cairn/sdk';
+import { describe, expect, it } from 'vitest';
+
+const k1 = randomBytes(32);
+const k2 = randomBytes(32);
+const sealer = (codec: PayloadCodec | PayloadCodec[], decodeWith?: PayloadCodec[]) =>
+  new PayloadSealer({ codec, ...(decodeWith === undefined ? {} : { decodeWith }) });
+const encrypted = sealer([deflateCodec(), aesGcmCodec({ keys: { k1 }, current: 'k1' })]);
+const here = encrypted.context('run-a', 'inc-1', 'journal', 'charge-1#4');
+
+async function refusal(promise: Promise<unknown>): Promise<PayloadUnreadableReason> {
+  const error = await promise.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(PayloadUnreadableError);
+  expect((error as CairnError).code).toBe('PAYLOAD_UNREADABLE');
+  expect((error as CairnError).retryable).toBe(false);
+  return (error as PayloadUnreadableError).reason;
+}
+
+describe('a payload sealer', () => {
+  it('gives back every JSON value it sealed, from a string that names its steps and key', async () => {
+    const values: JsonValue[] = [
+      null,
+      0,
+      'card 4111 1111 1111 1111',
+      { nested: [1, 'two', { three: true }], emoji: 'ünïcödé 🔐' },
+      'x'.repeat(100_000),
+    ];
+    for (const value of values) {
+      const sealed = await encrypted.seal(value, here);
+      expect(isSealed(sealed)).toBe(true);
+      expect(sealed.startsWith('cairn:1:deflate+aes-gcm@k1:')).toBe(true);
+      if (typeof value === 'string') expect(sealed).not.toContain(value.slice(0, 12));
+      expect(await encrypted.open(sealed, here)).toEqual(value);
+    }
+  });
+
+  it('refuses a payload bound to another run, incarnation, kind or position', async () => {
+    const sealed = await encrypted.seal({ charged: 4200 }, here);
+    const elsewhere = [
+      encrypted.context('run-b', 'inc-1', 'journal', 'charge-1#4'),
+      encrypted.context('run-a', 'inc-2', 'journal', 'charge-1#4'),
+      encrypted.context('run-a', 'inc-1', 'output', 'charge-1#4'),
+      encrypted.context('run-a', 'inc-1', 'journal', 'charge-1#5'),
+      // The parts are joined unambiguously: moving a character from one to the next is another place.
+      encrypted.context('run-ai', 'nc-1', 'journal', 'charge-1#4'),
+    ];
+    for (const context of elsewhere)
+      expect(await refusal(encrypted.open(sealed, context))).toBe('rejected');
+  });
+
+  it('refuses plaintext, a changed byte, a string in no known format, and an unknown codec', async () => {
+    expect(await refusal(encrypted.open({ charged: 4200 }, here))).toBe('not-encoded');
+    expect(await refusal(encrypted.open('plain text', here))).toBe('not-encoded');
+    const sealed = await encrypted.seal({ charged: 4200 }, here);
+    const body = sealed.slice(sealed.lastIndexOf(':') + 1);
+    const bytes = Buffer.from(body, 'base64');
+    bytes[bytes.length - 20]! ^= 1;
+    const changed = sealed.slice(0, sealed.lastIndexOf(':') + 1) + bytes.toString('base64');
+    expect(await refusal(encrypted.open(changed, here))).toBe('rejected');
+    expect(await refusal(encrypted.open('cairn:1:no colon', here))).toBe('malformed');
+    expect(await refusal(encrypted.open('cairn:1:Bad Step:AAAA', here))).toBe('malformed');
+    expect(await refusal(encrypted.open(sealed.replace('deflate', 'zstd'), here))).toBe(
+      'unknown-codec',
+    );
+  });
+
+  it('reads what an older key wrote after a rotation, writes with the new one, and names a key that is gone', async () => {
+    const before = await encrypted.seal('written under k1', here);
+    const rotated = sealer([deflateCodec(), aesGcmCodec({ keys: { k1, k2 }, current: 'k2' })]);
+    const after = await rotated.seal('written under k2', here);
+    expect(after.startsWith('cairn:1:deflate+aes-gcm@k2:')).toBe(true);
+    expect(await rotated.open(before, here)).toBe('written under k1');
+    expect(await rotated.open(after, here)).toBe('written under k2');
+    const k1Gone = sealer([deflateCodec(), aesGcmCodec({ keys: { k2 }, current: 'k2' })]);
+    expect(await refusal(k1Gone.open(before, here))).toBe('key-missing');
+    // A key under a reused id is another key: its payloads fail their check, never decode to garbage.
+    const reused = sealer([deflateCodec(), aesGcmCodec({ keys: { k1: k2 }, current: 'k1' })]);
+    expect(await refusal(reused.open(before, here))).toBe('rejected');
+  });
+
+  it('reads rows of a codec given up, kept with decodeWith, and takes asynchronous codecs', async () => {
+    const compressed = await encrypted.seal({ note: 'deflated' }, here);
+    const withoutDeflate = sealer([aesGcmCodec({ keys: { k1 }, current: 'k1' })], [deflateCodec()]);
+    expect(await withoutDeflate.open(compressed, here)).toEqual({ note: 'deflated' });
+    expect(
+      await refusal(sealer(aesGcmCodec({ keys: { k1 }, current: 'k1' })).open(compressed, here)),
+    ).toBe('unknown-codec');
+    // A key service: answers later, and wraps what it is given.
+    const envelope: PayloadCodec = {
+      name: 'kms-envelope',
+      encode: async (data) => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return { data: Buffer.concat([Buffer.from('KMS'), data]), keyId: 'arn.key-7' };
+      },
+      decode: async (data, context) => {
+        expect(context.keyId).toBe('arn.key-7');
+        return data.subarray(3);
+      },
+    };
+    const kms = sealer([deflateCodec(), envelope]);
+    const sealed = await kms.seal({ secret: 1 }, here);
+    expect(sealed.startsWith('cairn:1:deflate+kms-envelope@arn.key-7:')).toBe(true);
+    expect(await kms.open(sealed, here)).toEqual({ secret: 1 });
+  });
+
+  it('refuses keys and codecs it could not use, when it is made', () => {
+    expect(() => aesGcmCodec({ keys: { k1: randomBytes(16) }, current: 'k1' })).toThrow(/32/);
+    expect(() => aesGcmCodec({ keys: { k1 }, current: 'k9' })).toThrow(/k9/);
+    expect(() => aesGcmCodec({ keys: { 'a:b': k1 }, current: 'a:b' })).toThrow(/key id/);
+    expect(() => sealer([])).toThrow(/at least one/);
+    expect(() => sealer({ ...deflateCodec(), name: 'Deflate+' })).toThrow(/name/);
+    // A key may be given as base64.
+    expect(() => aesGcmCodec({ keys: { k1: k1.toString('base64') }, current: 'k1' })).not.toThrow();
+  });
+});
