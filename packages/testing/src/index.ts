@@ -11,6 +11,7 @@ export type {
 } from './crash-harness.js';
 // conformance suite and postgres helper
 export { describeStoreConformance } from './conformance/describe-store-conformance.js';
+export { describePayloadTampering } from './conformance/payload-tamper-tests.js';
 export type {
   StoreConformanceOptions,
   StoreHarness,

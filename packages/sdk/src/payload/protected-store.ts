@@ -33,7 +33,7 @@ export type ProtectOptions = SealerOptions;
 export function protectPayloads<Store extends DurableStore>(
   store: Store,
   options: ProtectOptions,
-): DurableStore {
+): DurableStore & { close?(): Promise<void> } {
   const protector = new PayloadProtector(options);
   // The incarnation of runs written or read here, so a stream read can check its chunks' binding without
   // loading the run first.
@@ -182,5 +182,11 @@ export function protectPayloads<Store extends DurableStore>(
   }
   if (store.streamPosition !== undefined)
     protectedStore.streamPosition = store.streamPosition.bind(store);
+  // A store that opened its own connections ends them on `close`: whoever closes the protected store (a worker
+  // module's loader, a command) closes the store underneath.
+  const { close } = store as { close?: () => Promise<void> };
+  if (typeof close === 'function') {
+    return Object.assign(protectedStore, { close: () => close.call(store) });
+  }
   return protectedStore;
 }

@@ -178,7 +178,7 @@ export function corruptionTests(ctx: ConformanceContext): void {
  * holds the store's short lease, which a loaded machine can lose before the crash point: then it starts again
  * on a new run (up to five times): what is tested is the resume of the corrupted run.
  */
-async function stoppedAtSecondTrip(ctx: ConformanceContext, store: DurableStore) {
+export async function stoppedAtSecondTrip(ctx: ConformanceContext, store: DurableStore) {
   let died: unknown;
   for (let attempt = 1; attempt <= 5; attempt += 1) {
     const refunds: Record<string, number> = {};
