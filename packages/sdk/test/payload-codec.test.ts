@@ -4,7 +4,11 @@ import {
   CairnError,
   deflateCodec,
   isSealed,
+  memoryStore,
   PayloadSealer,
+  protectPayloads,
+  type Checkpoint,
+  type DurableStore,
   PayloadUnreadableError,
   type JsonValue,
   type PayloadCodec,
@@ -125,5 +129,60 @@ describe('a payload sealer', () => {
     expect(() => sealer({ ...deflateCodec(), name: 'Deflate+' })).toThrow(/name/);
     // A key may be given as base64.
     expect(() => aesGcmCodec({ keys: { k1: k1.toString('base64') }, current: 'k1' })).not.toThrow();
+  });
+});
+
+describe('a snapshot behind protectPayloads', () => {
+  const codec = [deflateCodec(), aesGcmCodec({ keys: { k1 }, current: 'k1' })];
+  const message = (n: number) => ({ role: 'user', content: `message ${n} `.repeat(20) });
+
+  /** A memory store that keeps what each `save` was given, as the store underneath received it. */
+  function recording() {
+    const raw = memoryStore();
+    const saved: Checkpoint[] = [];
+    const store: DurableStore = {
+      ...raw,
+      save: (fence, checkpoint) => (saved.push(checkpoint), raw.save(fence, checkpoint)),
+    };
+    return { raw, store, saved };
+  }
+  const groupsOf = (checkpoint: Checkpoint) =>
+    (checkpoint.snapshot as { items: Record<string, string[]> }).items['["state","messages"]']!;
+
+  it('encodes the messages a checkpoint added as one group, and reuses the groups before it, after a load too', async () => {
+    const { raw, store, saved } = recording();
+    const one = protectPayloads(store, { codec });
+    const messages = [message(1), message(2), message(3)];
+    await one.create({
+      runId: 'r',
+      kind: 'agent',
+      name: 'a',
+      signature: 's',
+      snapshot: { state: { messages: [] } },
+    });
+    const lease = (await one.acquire('r', { owner: 'w', ttlMs: 60_000 }))!;
+    const checkpoint = (state: JsonValue, journalSeq: number) =>
+      ({ status: 'running', signature: 's', snapshot: { state }, journalSeq }) as const;
+    await one.save(lease, checkpoint({ messages }, 1));
+    await one.save(lease, checkpoint({ messages: [...messages, message(4), message(5)] }, 2));
+    const [first, second] = saved.map(groupsOf);
+    expect(first).toHaveLength(1);
+    expect(second).toHaveLength(2);
+    expect(second![0]).toBe(first![0]);
+    expect(await one.load('r').then((stored) => stored!.run.snapshot)).toEqual({
+      state: { messages: [...messages, message(4), message(5)] },
+    });
+
+    // Another process loads the run: what it read is what it writes back, not encoded again.
+    const other = protectPayloads(store, { codec });
+    await one.release(lease);
+    const taken = (await other.acquire('r', { owner: 'w2', ttlMs: 60_000 }))!;
+    const loaded = (await other.load('r'))!.run.snapshot as { state: { messages: JsonValue[] } };
+    await other.save(taken, checkpoint({ messages: [...loaded.state.messages, message(6)] }, 3));
+    const third = groupsOf(saved.at(-1)!);
+    expect(third.slice(0, 2)).toEqual(second);
+    expect(third).toHaveLength(3);
+    // Nothing of the messages is stored in plaintext.
+    expect(JSON.stringify(await raw.load('r'))).not.toContain('message 1');
   });
 });

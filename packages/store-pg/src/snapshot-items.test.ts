@@ -68,3 +68,12 @@ describe('planning the rows of a checkpoint', () => {
     expect(known.plan('r', splitSnapshot(rewritten), true).chunks).toHaveLength(2);
   });
 });
+
+describe('splitting a snapshot', () => {
+  it('takes out an array of long strings from its first element (a conversation a codec encoded), not short ones', () => {
+    const encoded = 'cairn:1:deflate+aes-gcm@k1:' + 'A'.repeat(1_000);
+    const split = splitSnapshot({ items: { conversation: [encoded], names: ['a', 'b'] } });
+    expect([...split.arrays.keys()]).toEqual(['["items","conversation"]']);
+    expect(split.inline).toMatchObject({ items: { conversation: [], names: ['a', 'b'] } });
+  });
+});

@@ -8,8 +8,23 @@ import { itemCountsKey, pointerOf, type LoadedArray } from './snapshot-rows.js';
  * conversation again, in one row: the bytes written per trip stay flat instead of growing with the run.
  */
 
-/** Arrays shorter than this stay inside the snapshot. */
+/** Arrays shorter than this stay inside the snapshot, unless they are long strings (see `minSplitText`). */
 export const minSplitItems = 4;
+/**
+ * An array of strings this long in all is taken out whatever its length: a snapshot encoded by a payload codec
+ * holds its conversation as a few long strings (one a checkpoint), which must not be written again with the
+ * rest of the snapshot at every checkpoint until there are four of them.
+ */
+export const minSplitText = 1_024;
+
+const isLongText = (items: readonly JsonValue[]): boolean => {
+  let length = 0;
+  for (const item of items) {
+    if (typeof item !== 'string') return false;
+    length += item.length;
+  }
+  return length >= minSplitText;
+};
 
 /** A snapshot with its long arrays taken out: the rest, and each array by its path (a JSON array of keys). */
 export interface SplitSnapshot {
@@ -18,7 +33,7 @@ export interface SplitSnapshot {
 }
 
 /**
- * Takes every array of at least `minSplitItems` that sits under objects only out of the snapshot, leaving an
+ * Takes every array of at least `minSplitItems` (or of long strings) that sits under objects only out of the snapshot, leaving an
  * empty array in its place, and records in it each array taken out, by its path, with its length (see
  * `itemCountsKey`).
  */
@@ -26,7 +41,7 @@ export function splitSnapshot(snapshot: JsonValue): SplitSnapshot {
   const arrays = new Map<string, JsonValue[]>();
   const walk = (value: JsonValue, path: string[]): JsonValue => {
     if (Array.isArray(value)) {
-      if (value.length >= minSplitItems && path.length > 0) {
+      if (path.length > 0 && (value.length >= minSplitItems || isLongText(value))) {
         arrays.set(JSON.stringify(path), value);
         return [];
       }

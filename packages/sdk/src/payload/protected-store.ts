@@ -12,12 +12,12 @@ import type {
 } from '../store/contract.js';
 import type { StreamChunk, StreamReadOptions } from '../store/stream.js';
 import type { NewSignal } from '../store/waits.js';
+import { pendingApprovals } from '../agent/agent-signals.js';
+import { CairnError, isCairnError } from '../errors.js';
 import { PayloadUnreadableError } from './codec.js';
-import { PayloadProtector } from './sealed-parts.js';
-import type { SealerOptions } from './sealer.js';
+import { PayloadProtector, type ProtectOptions } from './sealed-parts.js';
 
-/** Options of `protectPayloads`: the codec chain, and the codecs kept only to read older rows. */
-export type ProtectOptions = SealerOptions;
+export type { ProtectOptions };
 
 /**
  * A store that encodes every payload it is given before the store underneath sees it, and decodes every payload
@@ -78,6 +78,18 @@ export function protectPayloads<Store extends DurableStore>(
     return stored?.run.incarnation;
   };
 
+  // A decision refused for naming other arguments says which ones the run waits with: the hash as the run
+  // computed it, not the keyed one the store compared (`argsHashKey`).
+  const withWaitedArgsHash = async (error: unknown, runId: string): Promise<unknown> => {
+    if (!isCairnError(error) || error.data.reason !== 'other arguments') return error;
+    const wait = (await protectedStore.load(runId).catch(() => undefined))?.run.wait;
+    const waited = pendingApprovals(wait?.detail).find((call) => call.callId === error.data.callId);
+    return new CairnError(error.code, error.message, {
+      data: { ...error.data, argsHash: waited?.argsHash ?? null },
+      cause: error,
+    });
+  };
+
   const protectedStore: DurableStore = {
     async create(run: NewRun) {
       const sealed: NewRun = {
@@ -134,7 +146,14 @@ export function protectPayloads<Store extends DurableStore>(
     },
     async signal(runId: string, signal: NewSignal) {
       const payload = await protector.sealSignalPayload(runId, signal.name, signal.payload);
-      return protector.openReceipt(runId, await store.signal(runId, { ...signal, payload }));
+      try {
+        return await protector.openReceipt(
+          runId,
+          await store.signal(runId, { ...signal, payload }),
+        );
+      } catch (error) {
+        throw await withWaitedArgsHash(error, runId);
+      }
     },
     async mailbox(runId: string) {
       return protector.openSignals(runId, await store.mailbox(runId));

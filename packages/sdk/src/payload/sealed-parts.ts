@@ -1,4 +1,5 @@
-import type { SerializedError } from '../errors.js';
+import { createHmac } from 'node:crypto';
+import { CairnError, type SerializedError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../json.js';
 import type { JournalEntry, RunRecord, StoredRun } from '../store/contract.js';
 import { decisionSignal, type StandingDecision } from '../store/decisions.js';
@@ -7,6 +8,17 @@ import type { RunSignal, RunWait, SignalReceipt } from '../store/waits.js';
 import { PayloadUnreadableError } from './codec.js';
 import { SnapshotSealer } from './sealed-snapshot.js';
 import { PayloadSealer, type SealerOptions } from './sealer.js';
+
+/** Options of `protectPayloads`. */
+export interface ProtectOptions extends SealerOptions {
+  /**
+   * A secret (32 bytes, or base64 of them) the arguments hash of a held call is keyed with where it is stored in
+   * plaintext (a store checks decisions by it): without it, that hash is the plain SHA-256 of the arguments,
+   * which can be guessed for guessable arguments. Keep it while runs wait: a decision is checked against the
+   * hash stored with its wait.
+   */
+  argsHashKey?: Uint8Array | string;
+}
 
 /** Where a sealed error, wait detail or signal field keeps its encoded payload. */
 const sealedKey = 'cairn:sealed';
@@ -22,10 +34,24 @@ export const sealedErrorMessage = '(encrypted)';
 export class PayloadProtector {
   readonly sealer: PayloadSealer;
   private readonly snapshots: SnapshotSealer;
+  private readonly argsHashKey: Buffer | undefined;
 
-  constructor(options: SealerOptions) {
+  constructor(options: ProtectOptions) {
     this.sealer = new PayloadSealer(options);
     this.snapshots = new SnapshotSealer(this.sealer);
+    const key = options.argsHashKey;
+    this.argsHashKey =
+      key === undefined
+        ? undefined
+        : typeof key === 'string'
+          ? Buffer.from(key, 'base64')
+          : Buffer.from(key);
+    if (this.argsHashKey !== undefined && this.argsHashKey.length < 32) {
+      throw new CairnError(
+        'INVALID_ARGUMENT',
+        `argsHashKey is ${this.argsHashKey.length} bytes; give at least 32 (base64 of 32 random bytes).`,
+      );
+    }
   }
 
   sealSnapshot(snapshot: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
@@ -132,14 +158,19 @@ export class PayloadProtector {
    */
   async sealSignalPayload(runId: string, name: string, payload: JsonValue): Promise<JsonValue> {
     if (name === decisionSignal && isObject(payload)) {
+      const { by, reason, argsHash } = payload;
       const sealed: JsonObject = { ...payload };
-      for (const field of ['by', 'reason'] as const) {
-        const value = payload[field];
-        if (typeof value === 'string') {
-          const context = this.sealer.context(runId, '', 'signal', `${name}:${field}`);
-          sealed[field] = await this.sealer.seal(value, context);
-        }
-      }
+      delete sealed.by;
+      if (typeof argsHash === 'string') sealed.argsHash = this.keyedArgsHash(argsHash);
+      // `by` carries who decided and the hash the sender named (the store keeps only the keyed one).
+      const sender: JsonObject = {
+        ...(typeof by === 'string' ? { by } : {}),
+        ...(typeof argsHash === 'string' && this.argsHashKey !== undefined ? { argsHash } : {}),
+      };
+      if (Object.keys(sender).length > 0)
+        sealed.by = await this.sealer.seal(sender, this.decisionContext(runId, 'by'));
+      if (typeof reason === 'string')
+        sealed.reason = await this.sealer.seal(reason, this.decisionContext(runId, 'reason'));
       return sealed;
     }
     return this.sealer.seal(payload, this.sealer.context(runId, '', 'signal', name));
@@ -149,14 +180,37 @@ export class PayloadProtector {
     if (name === decisionSignal) {
       if (!isObject(payload)) return payload;
       const opened: JsonObject = { ...payload };
-      for (const field of ['by', 'reason'] as const) {
-        if (payload[field] === undefined) continue;
-        const context = this.sealer.context(runId, '', 'signal', `${name}:${field}`);
-        opened[field] = await this.sealer.open(payload[field], context);
+      delete opened.by;
+      if (payload.by !== undefined) {
+        const sender = await this.sealer.open(payload.by, this.decisionContext(runId, 'by'));
+        if (!isObject(sender)) {
+          const context = this.decisionContext(runId, 'by');
+          throw new PayloadUnreadableError(context, 'malformed', 'it is not who decided');
+        }
+        if (typeof sender.by === 'string') opened.by = sender.by;
+        if (typeof sender.argsHash === 'string') opened.argsHash = sender.argsHash;
       }
+      if (payload.reason !== undefined)
+        opened.reason = await this.sealer.open(
+          payload.reason,
+          this.decisionContext(runId, 'reason'),
+        );
       return opened;
     }
     return this.sealer.open(payload, this.sealer.context(runId, '', 'signal', name));
+  }
+
+  private decisionContext(runId: string, field: 'by' | 'reason') {
+    return this.sealer.context(runId, '', 'signal', `${decisionSignal}:${field}`);
+  }
+
+  /**
+   * The arguments hash a store checks decisions by, as stored: keyed (HMAC-SHA256 under `argsHashKey`) when a
+   * key is given, so a hash of guessable arguments (a card number) cannot be guessed from the rows.
+   */
+  private keyedArgsHash(argsHash: string): string {
+    if (this.argsHashKey === undefined) return argsHash;
+    return createHmac('sha256', this.argsHashKey).update(argsHash, 'utf8').digest('hex');
   }
 
   async openSignals(runId: string, signals: readonly RunSignal[]): Promise<RunSignal[]> {
@@ -190,7 +244,7 @@ export class PayloadProtector {
     if (Array.isArray(approvals)) {
       detail.approvals = approvals.filter(isObject).map(({ callId, argsHash }) => ({
         callId: callId ?? null,
-        argsHash: argsHash ?? null,
+        argsHash: typeof argsHash === 'string' ? this.keyedArgsHash(argsHash) : null,
       }));
     }
     return { ...wait, detail };

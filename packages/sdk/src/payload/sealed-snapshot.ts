@@ -1,13 +1,14 @@
 import type { JsonValue } from '../json.js';
-import { PayloadUnreadableError } from './codec.js';
+import { PayloadUnreadableError, type PayloadContext } from './codec.js';
 import type { PayloadSealer } from './sealer.js';
 
 /**
- * A snapshot is stored encoded as its body (everything but its arrays) and each array's elements one by one:
- * a conversation grows by a message a trip, and a store that writes only new elements (store-pg) must still
- * be able to, so each element is its own payload, bound to its place (array and index). An element already
- * encoded at that place is not encoded again: its stored string is reused (see `ItemCache`), so an unchanged
- * element is the same string at the next checkpoint.
+ * A snapshot is stored encoded as its body (everything but its arrays) and its arrays' elements in groups: a
+ * conversation grows by a few messages a trip, and a store that writes only new elements (store-pg) must still
+ * be able to, so the elements a checkpoint added are one payload of their own, bound to their place (the array
+ * and the index the group starts at). A group already encoded at that place, of the same element objects, is not
+ * encoded again: its stored string is reused (see `GroupCache`), so what did not change is the same string at
+ * the next checkpoint. One payload per group, not per element: each payload costs a header, an IV and a tag.
  */
 export const sealedSnapshotMark = 'cairn:sealed';
 
@@ -17,32 +18,46 @@ interface SealedSnapshot {
   /** `create` wrote it, before the store gave the run its incarnation: it is bound to no incarnation. */
   created?: true;
   body: string;
-  /** Each array under objects only, by its path (a JSON array of keys), as its encoded elements. */
+  /** Each array under objects only, by its path (a JSON array of keys), as its encoded groups of elements. */
   items: Record<string, string[]>;
 }
 
-/**
- * The encoded string of each element object last encoded or read at a place, by identity: the runtime replaces
- * an element of its state, never changes one in place (`Checkpoint.snapshot`), so the same object at the same
- * place is the same payload.
- */
-class ItemCache {
-  private readonly known = new WeakMap<object, { place: string; sealed: string }>();
+interface Group {
+  place: string;
+  members: readonly JsonValue[];
+  sealed: string;
+}
 
-  get(element: JsonValue, place: string): string | undefined {
-    if (element === null || typeof element !== 'object') return undefined;
-    const hit = this.known.get(element);
-    return hit?.place === place ? hit.sealed : undefined;
+/**
+ * The encoded group each element object starts, as last encoded or read, by identity: the runtime replaces an
+ * element of its state, never changes one in place (`Checkpoint.snapshot`), so the same objects at the same
+ * place are the same payload.
+ */
+class GroupCache {
+  private readonly known = new WeakMap<object, Group>();
+
+  /** The group starting at `elements[at]`, if it was encoded at `place` with the elements that follow it now. */
+  at(elements: readonly JsonValue[], at: number, place: string): Group | undefined {
+    const first = elements[at];
+    if (first === null || typeof first !== 'object') return undefined;
+    const hit = this.known.get(first!);
+    if (hit === undefined || hit.place !== place || at + hit.members.length > elements.length)
+      return undefined;
+    return hit.members.every((member, i) => elements[at + i] === member) ? hit : undefined;
   }
 
-  set(element: JsonValue, place: string, sealed: string): void {
-    if (element !== null && typeof element === 'object') this.known.set(element, { place, sealed });
+  set(group: Group): void {
+    const first = group.members[0];
+    if (first !== null && typeof first === 'object') this.known.set(first!, group);
   }
 }
 
+const placeOf = (runId: string, incarnation: string, position: string) =>
+  `${runId}\u0000${incarnation}\u0000${position}`;
+
 /** Encodes and decodes snapshots for one store. */
 export class SnapshotSealer {
-  private readonly cache = new ItemCache();
+  private readonly cache = new GroupCache();
 
   constructor(private readonly sealer: PayloadSealer) {}
 
@@ -67,22 +82,7 @@ export class SnapshotSealer {
     const lengths: Record<string, number> = {};
     for (const [path, elements] of arrays) {
       lengths[path] = elements.length;
-      const sealed: string[] = [];
-      for (let index = 0; index < elements.length; index += 1) {
-        const element = elements[index]!;
-        const position = `${path}#${index}`;
-        const place = `${runId}\u0000${incarnation}\u0000${position}`;
-        let text = this.cache.get(element, place);
-        if (text === undefined) {
-          text = await this.sealer.seal(
-            element,
-            this.sealer.context(runId, incarnation, 'snapshot-item', position),
-          );
-          this.cache.set(element, place, text);
-        }
-        sealed.push(text);
-      }
-      items[path] = sealed;
+      items[path] = await this.sealGroups(elements, path, runId, incarnation);
     }
     const context = this.sealer.context(runId, incarnation, 'snapshot');
     return {
@@ -91,6 +91,39 @@ export class SnapshotSealer {
       body: await this.sealer.seal({ snapshot: body, lengths }, context),
       items,
     } satisfies SealedSnapshot;
+  }
+
+  /** An array as groups: the ones encoded before where they still hold, the elements between them as new ones. */
+  private async sealGroups(
+    elements: readonly JsonValue[],
+    path: string,
+    runId: string,
+    incarnation: string,
+  ): Promise<string[]> {
+    const groups: string[] = [];
+    const known = (at: number) =>
+      this.cache.at(elements, at, placeOf(runId, incarnation, `${path}#${at}`));
+    let at = 0;
+    while (at < elements.length) {
+      const hit = known(at);
+      if (hit !== undefined) {
+        groups.push(hit.sealed);
+        at += hit.members.length;
+        continue;
+      }
+      let end = at + 1;
+      while (end < elements.length && known(end) === undefined) end += 1;
+      const members = elements.slice(at, end);
+      const position = `${path}#${at}`;
+      const sealed = await this.sealer.seal(
+        members,
+        this.sealer.context(runId, incarnation, 'snapshot-item', position),
+      );
+      this.cache.set({ place: placeOf(runId, incarnation, position), members, sealed });
+      groups.push(sealed);
+      at = end;
+    }
+    return groups;
   }
 
   /** The snapshot a stored form holds, for the run at `incarnation`; `PayloadUnreadableError` otherwise. */
@@ -127,33 +160,30 @@ export class SnapshotSealer {
       );
     }
     const expected = lengths as Record<string, unknown>;
-    const paths = Object.keys(items);
-    if (
-      paths.length !== Object.keys(expected).length ||
-      paths.some((path) => expected[path] !== (items[path] as unknown[] | undefined)?.length)
-    ) {
-      throw new PayloadUnreadableError(
-        outer,
-        'rejected',
-        'its items are not the ones its body names (elements dropped or added)',
-      );
-    }
-    for (const [path, sealed] of Object.entries(items)) {
+    if (Object.keys(items).length !== Object.keys(expected).length) throw notItsItems(outer);
+    for (const [path, groups] of Object.entries(items)) {
       const keys = parsePath(path);
-      if (keys === undefined || !Array.isArray(sealed)) {
+      if (keys === undefined || !Array.isArray(groups)) {
         throw new PayloadUnreadableError(outer, 'malformed', `its items at ${path} are malformed`);
       }
       const elements: JsonValue[] = [];
-      for (let index = 0; index < sealed.length; index += 1) {
-        const position = `${path}#${index}`;
-        const text = sealed[index];
-        const element = await this.sealer.open(
-          text,
+      for (const sealed of groups) {
+        const position = `${path}#${elements.length}`;
+        const members = await this.sealer.open(
+          sealed,
           this.sealer.context(runId, bound, 'snapshot-item', position),
         );
-        this.cache.set(element, `${runId}\u0000${bound}\u0000${position}`, text as string);
-        elements.push(element);
+        if (!Array.isArray(members) || members.length === 0) {
+          throw new PayloadUnreadableError(outer, 'malformed', `a group at ${position} is not one`);
+        }
+        this.cache.set({
+          place: placeOf(runId, bound, position),
+          members,
+          sealed: sealed as string,
+        });
+        elements.push(...members);
       }
+      if (expected[path] !== elements.length) throw notItsItems(outer);
       if (!placeAt(body, keys, elements)) {
         throw new PayloadUnreadableError(outer, 'malformed', `its body has no array at ${path}`);
       }
@@ -161,6 +191,13 @@ export class SnapshotSealer {
     return body;
   }
 }
+
+const notItsItems = (context: PayloadContext) =>
+  new PayloadUnreadableError(
+    context,
+    'rejected',
+    'its items are not the ones its body names (elements dropped or added)',
+  );
 
 function parsePath(path: string): string[] | undefined {
   try {
