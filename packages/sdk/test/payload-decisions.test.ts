@@ -104,3 +104,33 @@ describe('decisions on held calls behind protectPayloads', () => {
     expect(charges).toEqual([]);
   });
 });
+
+describe('a stream read behind protectPayloads', () => {
+  it('reads the chunks of a run deleted and created again under the same id', async () => {
+    const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' });
+    const raw = memoryStore();
+    // One process writes the run, another reads its stream.
+    const store = protectPayloads(raw, { codec });
+    const reader = protectPayloads(raw, { codec });
+    const run = { runId: 'again', kind: 'agent', name: 'a', signature: 's', snapshot: null };
+    const say = async (text: string) => {
+      await store.create(run);
+      const lease = (await store.acquire('again', { owner: 'w', ttlMs: 60_000 }))!;
+      await store.appendStream!(lease, [
+        { position: 1, unit: 'trip-0', at: 1, part: { type: 'text', text } },
+      ]);
+      await store.release(lease);
+    };
+    await say('first life');
+    expect((await reader.readStream!('again'))[0]!.part).toEqual({
+      type: 'text',
+      text: 'first life',
+    });
+    await store.delete('again');
+    await say('second life');
+    expect((await reader.readStream!('again'))[0]!.part).toEqual({
+      type: 'text',
+      text: 'second life',
+    });
+  });
+});

@@ -196,7 +196,17 @@ export function protectPayloads<Store extends DurableStore>(
       const chunks = await readStream(runId, options);
       if (chunks.length === 0) return chunks;
       const incarnation = await incarnationOf(runId);
-      return incarnation === undefined ? [] : protector.openChunks(chunks, runId, incarnation);
+      if (incarnation === undefined) return [];
+      try {
+        return await protector.openChunks(chunks, runId, incarnation);
+      } catch (error) {
+        // The run may have been deleted and created again since its incarnation was learned here: ask once.
+        if (!(error instanceof PayloadUnreadableError)) throw error;
+        incarnations.delete(runId);
+        const current = await incarnationOf(runId);
+        if (current === undefined || current === incarnation) throw error;
+        return protector.openChunks(chunks, runId, current);
+      }
     };
   }
   if (store.streamPosition !== undefined)
