@@ -18,6 +18,7 @@ export interface CliIo {
 
 /** A command's view of the world. */
 export interface CommandContext {
+  /** What commands read through: payloads it cannot decode show as "(encrypted)" (`hideEncryptedPayloads`). */
   client: CairnClient;
   opened: OpenedStore;
   json: boolean;

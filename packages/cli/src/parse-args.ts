@@ -10,6 +10,8 @@ export interface StoreSelection {
   schema?: string;
   /** The Redis key prefix (`redisStore`'s `prefix`). */
   prefix?: string;
+  /** A module exporting the payload codec the runs were written with: their payloads are read decoded. */
+  codec?: string;
 }
 
 /** What to list. */
@@ -43,6 +45,7 @@ const flags = {
   module: { type: 'string' },
   schema: { type: 'string' },
   prefix: { type: 'string' },
+  codec: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -64,7 +67,7 @@ const flags = {
 type Flag = keyof typeof flags;
 
 /** The flags every command takes; each command adds its own. */
-const common: readonly Flag[] = ['module', 'schema', 'prefix', 'json', 'help', 'version'];
+const common: readonly Flag[] = ['module', 'schema', 'prefix', 'codec', 'json', 'help', 'version'];
 
 /** Each `runs` subcommand: its positional arguments, and its own flags. */
 const subcommands = {
@@ -101,10 +104,12 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
   const module = values.module ?? fromEnv('CAIRN_MODULE');
   const schema = values.schema ?? fromEnv('CAIRN_SCHEMA');
   const prefix = values.prefix ?? fromEnv('CAIRN_PREFIX');
+  const codec = values.codec ?? fromEnv('CAIRN_CODEC');
   const store: StoreSelection = {
     ...(module === undefined ? {} : { module }),
     ...(schema === undefined ? {} : { schema }),
     ...(prefix === undefined ? {} : { prefix }),
+    ...(codec === undefined ? {} : { codec }),
   };
   const json = values.json === true;
   const done = (command: Command): ParsedCli => ({ command, json, store });

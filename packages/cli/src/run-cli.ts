@@ -10,6 +10,7 @@ import { decideCall, signalRun } from './commands/signals.js';
 import { showTimeline } from './commands/timeline.js';
 import { serveUiCommand } from './commands/ui.js';
 import { watchRun } from './commands/watch.js';
+import { hideEncryptedPayloads } from './encrypted-store.js';
 import type { CliIo, CommandContext } from './command-context.js';
 import { parseCli, type Command, type ParsedCli } from './parse-args.js';
 import { createStyle, plainStyle } from './render/style.js';
@@ -45,7 +46,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return fail(io, error, json);
   }
   const context: CommandContext = {
-    client: createClient({ store: opened.store }),
+    // What commands read and show: a payload a codec encoded that this command cannot decode, as "(encrypted)".
+    client: createClient({ store: hideEncryptedPayloads(opened.store) }),
     opened,
     json,
     style: json ? plainStyle : createStyle({ isTty: io.isTty === true, env: io.env }),

@@ -1,6 +1,7 @@
 /** A run as `cairn` prints it for scripts (`--json`): the record's fields an operator acts on, not its checkpoint. */
-import type { JsonValue, RunStatus } from '@cairn/sdk';
+import { sealedSnapshotMark, type JsonValue, type RunStatus } from '@cairn/sdk';
 import type { RunInfo, WaitingFor } from '@cairn/worker';
+import { encryptedText, hasEncryptedPayloads } from './encrypted-view.js';
 
 /** One run in `runs list --json`, and the head of `runs show --json`. Times are ms since the epoch. */
 export interface RunSummary {
@@ -26,8 +27,13 @@ export interface RunSummary {
   error: { code: string; message: string } | null;
   /** What a waiting run waits for; null in every other status. */
   waitingFor: WaitingFor | null;
-  /** Why the run's stored rows cannot be read (changed behind the store's back), or null. */
+  /**
+   * Why the run's stored rows cannot be read (changed behind the store's back, or payloads the codec given cannot
+   * decode), or null.
+   */
   unreadable: string | null;
+  /** Its payloads are encrypted and the command has no codec (`--codec`): each shows as "(encrypted)". */
+  encrypted: boolean;
 }
 
 /** The summary of a run a client read. */
@@ -51,15 +57,18 @@ export function runSummary(info: RunInfo): RunSummary {
     error: info.error === undefined ? null : { code: info.error.code, message: info.error.message },
     waitingFor: info.waitingFor,
     unreadable: info.unreadable ?? null,
+    encrypted: hasEncryptedPayloads(info),
   };
 }
 
 /**
  * The input a run started from, as its checkpoint keeps it: an agent's prompt (`state.input`), a planner's
- * goal (`state.goal`), or the input of a run started by name that no worker has begun (`start.input`).
+ * goal (`state.goal`), or the input of a run started by name that no worker has begun (`start.input`); "(encrypted)"
+ * in a checkpoint a codec encoded.
  */
 export function runInput(snapshot: JsonValue | null): JsonValue | undefined {
   if (!isObject(snapshot)) return undefined;
+  if (snapshot[sealedSnapshotMark] === 1) return encryptedText;
   if (isObject(snapshot.start) && 'input' in snapshot.start) return snapshot.start.input;
   const state = snapshot.state;
   if (!isObject(state)) return undefined;

@@ -1,15 +1,17 @@
 /**
  * The store a command works on: the one a user module exports (`--module`, as `cairn-worker` loads it), else
  * Postgres at DATABASE_URL, else Redis at REDIS_URL. The drivers are optional peer dependencies, loaded only
- * when asked for.
+ * when asked for. With `--codec` it is read and written through the codec (`protectPayloads`).
  */
-import { CairnError, type DurableStore } from '@cairn/sdk';
+import { CairnError, isProtectedStore, protectPayloads, type DurableStore } from '@cairn/sdk';
 import { loadWorkerModule, type Runnable } from '@cairn/worker';
 import { UsageError } from './cli-errors.js';
+import { loadCodecModule } from './codec-module.js';
 import type { StoreSelection } from './parse-args.js';
 
 /** A store opened for one command, and how to let go of it. */
 export interface OpenedStore {
+  /** Read and written through `--codec`'s codec when there is one (its payloads as stored, without). */
   store: DurableStore;
   /** The definitions a `--module` exports (what `runs resume` can perform here); empty otherwise. */
   runnables: Runnable[];
@@ -19,8 +21,29 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-/** Opens the store `selection` and `env` name; throws `UsageError` when they name none. */
+/**
+ * Opens the store `selection` and `env` name, through the codec `selection.codec` names; throws `UsageError`
+ * when they name no store, or a codec module that exports no codec.
+ */
 export async function openStore(
+  selection: StoreSelection,
+  env: NodeJS.ProcessEnv,
+): Promise<OpenedStore> {
+  // Before any connection is made: a codec module that cannot be used leaves nothing to close.
+  const codec = selection.codec === undefined ? undefined : await loadCodecModule(selection.codec);
+  const opened = await openRawStore(selection, env);
+  if (codec === undefined) return opened;
+  if (isProtectedStore(opened.store)) {
+    await opened.close();
+    throw new UsageError(
+      "The module's store is already behind protectPayloads: it reads its payloads itself. Drop --codec.",
+    );
+  }
+  // The wrapper has no `close`: closing stays with the store underneath, which `opened.close` ends.
+  return { ...opened, store: protectPayloads(opened.store, codec) };
+}
+
+async function openRawStore(
   selection: StoreSelection,
   env: NodeJS.ProcessEnv,
 ): Promise<OpenedStore> {

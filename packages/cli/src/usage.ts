@@ -37,6 +37,11 @@ The store (a flag wins over its environment variable):
   --schema <name>    CAIRN_SCHEMA   its schema (default cairn)
                      REDIS_URL      else Redis (needs @cairn/store-redis and ioredis)
   --prefix <prefix>  CAIRN_PREFIX   its key prefix (default cairn)
+  --codec <module>   CAIRN_CODEC    an ES module exporting \`codec\` (a PayloadCodec or an array of them) and
+                                    optionally \`decodeWith\`: the codec the runs' workers encode payloads
+                                    with (protectPayloads); they are read decoded. Without it, encrypted
+                                    payloads show as "(encrypted)", and commands that would write into such
+                                    a run (signal, approve, reject, cancel, resume) refuse, exit 2
                      CAIRN_CONNECT_TIMEOUT_MS
                                     how long Postgres or Redis may take to answer first (default 10000);
                                     past it the command fails with STORE_UNAVAILABLE, exit 1
@@ -51,7 +56,8 @@ Colour only when stdout is a terminal and NO_COLOR is unset. Times are UTC.
 Exit codes:
   0    done (resume: the run was performed, or is claimable; its outcome is printed)
   1    the store failed, or something unexpected did
-  2    usage: the command line cannot be used, or no store is named
+  2    usage: the command line cannot be used, no store is named, a --codec module exports no codec,
+       or a command would write into a run whose payloads are encrypted without --codec
   3    no run with that id
   4    refused: held by a live worker (LEASE_HELD), already ended (RUN_ENDED), a child run or an argument
        the store does not take (INVALID_ARGUMENT), a wait not due (RUN_WAITING), drift

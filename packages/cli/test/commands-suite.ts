@@ -9,7 +9,14 @@ import { describeSteering } from './steering-suite.js';
 import { cairn, json, startCairn, type CairnResult, type SuiteStore } from './support.js';
 
 interface Listed {
-  runs: Array<{ runId: string; status: string; kind: string; name: string; held: boolean }>;
+  runs: Array<{
+    runId: string;
+    status: string;
+    kind: string;
+    name: string;
+    held: boolean;
+    encrypted: boolean;
+  }>;
 }
 
 export function describeCairnCommands(label: string, open: () => Promise<SuiteStore>): void {
@@ -64,10 +71,14 @@ export function describeCairnCommands(label: string, open: () => Promise<SuiteSt
       expect(table.stdout).not.toContain('\u001b['); // not a terminal: no colour
       const { runs } = json<Listed>(printed('runs list --json').stdout);
       expect(runs.map((r) => r.runId).sort()).toEqual(Object.values(ids).sort());
+      // Written without a codec: nothing is shown as encrypted, and nothing says so.
+      expect(runs.filter((r) => r.encrypted)).toEqual([]);
+      expect(table.stdout).not.toContain('encrypted');
       expect(Object.keys(runs.find((r) => r.runId === ids.crashed)!).sort()).toEqual(
         [
           'cancelRequested',
           'createdAt',
+          'encrypted',
           'epoch',
           'error',
           'held',

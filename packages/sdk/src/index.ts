@@ -206,5 +206,5 @@ export { isSealed, PayloadSealer, sealedPrefix } from './payload/sealer.js';
 export type { SealerOptions } from './payload/sealer.js';
 export { sealedErrorMessage } from './payload/sealed-parts.js';
 export { sealedSnapshotMark } from './payload/sealed-snapshot.js';
-export { protectPayloads } from './payload/protected-store.js';
+export { isProtectedStore, protectPayloads } from './payload/protected-store.js';
 export type { ProtectOptions } from './payload/protected-store.js';

@@ -6,6 +6,7 @@ import {
   defineAgent,
   defineTool,
   memoryStore,
+  isProtectedStore,
   pendingApprovals,
   protectPayloads,
   RunWaitingError,
@@ -132,5 +133,15 @@ describe('a stream read behind protectPayloads', () => {
       type: 'text',
       text: 'second life',
     });
+  });
+});
+
+describe('protectPayloads on a store already behind it', () => {
+  it('is refused: a second codec would read the first one’s payloads as plaintext', () => {
+    const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' });
+    const once = protectPayloads(memoryStore(), { codec });
+    expect(isProtectedStore(once)).toBe(true);
+    expect(isProtectedStore(memoryStore())).toBe(false);
+    expect(() => protectPayloads(once, { codec })).toThrow(/already behind protectPayloads/);
   });
 });

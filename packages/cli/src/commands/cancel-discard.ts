@@ -1,6 +1,7 @@
 /** `cairn runs cancel` and `cairn runs discard`: a client's cancel and discard, with their refusals as errors. */
 import { CairnError, RunNotFoundError } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
+import { refuseEncryptedWrite } from '../encrypted-view.js';
 
 /**
  * Cancels a run: at once when no live worker holds it, else its holder cancels it at its next heartbeat. A
@@ -10,6 +11,9 @@ export async function cancelRun(
   context: CommandContext,
   { runId }: { runId: string },
 ): Promise<number> {
+  // Cancelling records the run's error, which is encoded for a run whose payloads are.
+  const info = await context.client.get(runId);
+  if (info !== undefined) refuseEncryptedWrite(info, 'cancel');
   const result = await context.client.cancel(runId);
   if (result === 'finished') {
     const status = (await context.client.get(runId))?.status ?? 'deleted';

@@ -21,6 +21,7 @@ import {
 import type { RunInfo } from '@cairn/worker';
 import { exitCodes } from '../cli-errors.js';
 import type { CommandContext } from '../command-context.js';
+import { refuseEncryptedWrite } from '../encrypted-view.js';
 import { formatTime, formatValue } from '../render/format.js';
 import { describeWait } from '../render/run-list.js';
 
@@ -69,6 +70,8 @@ export async function resumeRun(
     );
     return 0;
   }
+  // Performed here, it would start from a checkpoint it cannot read and write its own in plaintext.
+  refuseEncryptedWrite(info, 'resume');
 
   const durable = runnable.durable;
   try {

@@ -8,6 +8,7 @@ import {
   type StandingDecision,
 } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
+import { refuseEncryptedWrite } from '../encrypted-view.js';
 
 /** What a signal command prints of the store's receipt. */
 function printReceipt(
@@ -50,6 +51,7 @@ export async function signalRun(
   command: { runId: string; signal: string; payload: JsonValue; key?: string },
 ): Promise<number> {
   const { runId, signal, payload, key } = command;
+  await refuseWhenEncrypted(context, runId, 'signal');
   const receipt = await context.client.signal(runId, signal, payload, {
     ...(key === undefined ? {} : { idempotencyKey: key }),
   });
@@ -76,6 +78,7 @@ export async function decideCall(
   const { runId, callId, reason } = command;
   const by = command.by ?? whoDecides(context);
   const approved = command.name === 'approve';
+  await refuseWhenEncrypted(context, runId, `${command.name} a call of`);
   const receipt = approved
     ? await context.client.approve(runId, callId, {
         argsHash: command.argsHash ?? (await pendingCall(context, runId, callId)).argsHash,
@@ -93,6 +96,16 @@ export async function decideCall(
     receipt,
   );
   return 0;
+}
+
+/** A signal's payload, and a decision's `by` and `reason`, are encoded for a run whose payloads are. */
+async function refuseWhenEncrypted(
+  context: CommandContext,
+  runId: string,
+  action: string,
+): Promise<void> {
+  const info = await context.client.get(runId);
+  if (info !== undefined) refuseEncryptedWrite(info, action);
 }
 
 async function pendingCall(context: CommandContext, runId: string, callId: string) {

@@ -3,6 +3,7 @@ import { planView, RunNotFoundError } from '@cairn/sdk';
 import type { CairnClient, RunInfo } from '@cairn/worker';
 import type { CommandContext } from '../command-context.js';
 import { childRuns } from '../child-runs.js';
+import { hasEncryptedPayloads } from '../encrypted-view.js';
 import { buildTimeline, type RunTimeline } from '../render/timeline-model.js';
 import { renderTimeline } from '../render/timeline-text.js';
 import { runState } from '../run-summary.js';
@@ -23,6 +24,9 @@ export async function readTimeline(
     kind: info.kind,
     name: info.name,
     status: info.status,
+    createdAt: info.createdAt,
+    updatedAt: info.updatedAt,
+    encrypted: hasEncryptedPayloads(info),
     ...buildTimeline(events),
     events,
     plan: planView(runState(info.snapshot)) ?? null,

@@ -9,6 +9,7 @@ import {
 } from '@cairn/sdk';
 import type { CommandContext } from '../command-context.js';
 import { exitCodes } from '../cli-errors.js';
+import { encryptedNote, hasEncryptedPayloads } from '../encrypted-view.js';
 import { EventNotes } from '../render/takeover-notes.js';
 import { runState } from '../run-summary.js';
 
@@ -23,9 +24,15 @@ export async function watchRun(
   context: CommandContext,
   { runId, after }: { runId: string; after: number },
 ): Promise<number> {
-  if (!context.json && after === 0) {
-    const run = await context.client.get(runId);
-    if (run !== undefined && isTerminalStatus(run.status)) return replayEnded(context, runId);
+  const run = await context.client.get(runId);
+  if (run !== undefined && hasEncryptedPayloads(run)) {
+    // Said once, first: its history is in its encrypted checkpoint, so few events, if any, will follow.
+    const note = encryptedNote("This run's history and payloads");
+    if (context.json) context.warn(note);
+    else context.print(context.style.faint(note));
+  }
+  if (!context.json && after === 0 && run !== undefined && isTerminalStatus(run.status)) {
+    return replayEnded(context, runId);
   }
   const events = context.client.watch(runId, {
     after,

@@ -1,5 +1,6 @@
 /** `runs show`: one run, field by field. */
 import type { JsonValue } from '@cairn/sdk';
+import { encryptedNote } from '../encrypted-view.js';
 import type { RunSummary } from '../run-summary.js';
 import { formatTime, formatValue } from './format.js';
 import { describeHolder, statusPaint } from './run-list.js';
@@ -22,7 +23,7 @@ export interface RunDetail extends RunSummary {
   children: ChildSummary[];
 }
 
-/** The lines of `runs show`, label and value aligned. */
+/** The lines of `runs show`, label and value aligned; then, for a run shown encrypted, a line saying so. */
 export function renderRunDetail(run: RunDetail, style: Style): string {
   const fields: Array<[string, string]> = [
     ['run', style.strong(run.runId)],
@@ -70,5 +71,7 @@ export function renderRunDetail(run: RunDetail, style: Style): string {
     for (const [at, wait] of waits.entries()) fields.push([at === 0 ? 'waits for' : '', wait]);
   }
   const width = Math.max(...fields.map(([label]) => label.length));
-  return fields.map(([label, value]) => `${style.faint(label.padEnd(width))}  ${value}`).join('\n');
+  const lines = fields.map(([label, value]) => `${style.faint(label.padEnd(width))}  ${value}`);
+  if (run.encrypted) lines.push(style.faint(encryptedNote()));
+  return lines.join('\n');
 }

@@ -1,6 +1,7 @@
 /** `runs list` and `runs show` as a person reads them. */
 import type { RunStatus } from '@cairn/sdk';
 import type { WaitingFor } from '@cairn/worker';
+import { encryptedNote, unreadableCode } from '../encrypted-view.js';
 import type { RunSummary } from '../run-summary.js';
 import { formatTime } from './format.js';
 import type { Paint, Style } from './style.js';
@@ -49,7 +50,10 @@ export function describeWait(waitingFor: WaitingFor | null): string {
     : parts.join('; ');
 }
 
-/** The table of `runs list`: one run a row, oldest first. */
+/**
+ * The table of `runs list`: one run a row, oldest first; under it, when some runs' payloads are encrypted and the
+ * command has no codec, a line saying so.
+ */
 export function renderRunTable(runs: readonly RunSummary[], style: Style): string {
   if (runs.length === 0) return 'No runs.';
   const rows = runs.map((run) => [
@@ -60,15 +64,19 @@ export function renderRunTable(runs: readonly RunSummary[], style: Style): strin
     describeHolder(run, style),
     formatTime(run.updatedAt),
     run.unreadable !== null
-      ? style.bad('SNAPSHOT_INVALID (its rows cannot be read)')
+      ? style.bad(`${unreadableCode(run.unreadable)} (its rows cannot be read)`)
       : run.status === 'waiting'
         ? describeWait(run.waitingFor)
         : run.error === null
           ? ''
           : style.bad(run.error.code),
   ]);
-  return renderTable(
+  const table = renderTable(
     ['RUN', 'KIND', 'NAME', 'STATUS', 'HOLDER', 'UPDATED', 'WAITS FOR / ERROR'].map(style.strong),
     rows,
   );
+  const encrypted = runs.filter((run) => run.encrypted).length;
+  if (encrypted === 0) return table;
+  const whose = `The payloads of ${encrypted} run${encrypted === 1 ? '' : 's'} above`;
+  return `${table}\n${style.faint(encryptedNote(whose))}`;
 }

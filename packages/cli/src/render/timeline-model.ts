@@ -300,6 +300,13 @@ export interface RunTimeline extends TimelineModel {
   kind: string;
   name: string;
   status: RunStatus;
+  createdAt: number;
+  updatedAt: number;
+  /**
+   * Its payloads are encrypted and the command has no codec (`--codec`): its checkpoint, and so its history, cannot
+   * be read, and the timeline holds only what the record says.
+   */
+  encrypted: boolean;
   /** The events the timeline was grouped from, as `client.events` returned them. */
   events: RunEvent[];
   /** A planner run's plan and each node's state (no nodes before the plan is frozen); null for other runs. */

@@ -1,5 +1,6 @@
 /** `runs timeline` as text: attempts as sections, their trips or nodes, effects with outcomes, child runs indented. */
 import type { AbandonedHow } from '@cairn/sdk';
+import { encryptedNote } from '../encrypted-view.js';
 import { describeOutcome, settledDetails } from './event-line.js';
 import { formatDuration, formatTime, formatUsage } from './format.js';
 import { indent, renderPlan } from './plan-dag.js';
@@ -19,6 +20,13 @@ export function renderTimeline(timeline: RunTimeline, style: Style): string {
   const lines: string[] = [
     `${style.strong(timeline.runId)}  ${timeline.kind} ${timeline.name}  ${statusPaint(timeline.status, style)(timeline.status)}`,
   ];
+  if (timeline.encrypted) {
+    // Its history is in its encrypted checkpoint: the record's times are all there is to show.
+    lines.push(
+      style.faint(encryptedNote("This run's history and payloads")),
+      `created ${formatTime(timeline.createdAt)}  updated ${formatTime(timeline.updatedAt)}`,
+    );
+  }
   if (timeline.plan !== null) lines.push(renderPlan(timeline.plan, style));
   const placed = new Set<string>();
   const child = (effect: { childRunId?: string } | null, unit: string | null): string[] => {
@@ -38,7 +46,7 @@ export function renderTimeline(timeline: RunTimeline, style: Style): string {
       ),
     );
   }
-  if (timeline.attempts.length === 0) {
+  if (timeline.attempts.length === 0 && !timeline.encrypted) {
     lines.push(style.faint(timeline.events.length === 0 ? 'No history recorded yet.' : ''));
   }
   for (const [at, attempt] of timeline.attempts.entries()) {

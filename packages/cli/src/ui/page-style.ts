@@ -26,6 +26,7 @@ table.runs { border-collapse: collapse; width: 100%; background: var(--card); }
 table.runs th, table.runs td { text-align: left; padding: .4em .6em; border-bottom: 1px solid var(--line); }
 table.runs th { font-weight: 600; color: var(--muted); font-size: .9em; }
 table.runs td.id { word-break: break-all; }
+table.runs td.id .unreadable { color: var(--error); font-size: .88em; }
 .badge { display: inline-block; padding: .05em .5em; border-radius: 9px; font-size: .85em; font-weight: 600;
   color: #fff; background: var(--queued); white-space: nowrap; }
 .badge.completed, .badge.ok { background: var(--ok); }

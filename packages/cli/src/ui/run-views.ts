@@ -1,12 +1,14 @@
 import { planView, type PlanView, type RunStatus } from '@cairn/sdk';
 import type { CairnClient, RunInfo } from '@cairn/worker';
+import { hasEncryptedPayloads } from '../encrypted-view.js';
 import { runState } from '../run-summary.js';
 
 /**
  * A run as the list shows it: its record without the checkpoint and the output, which can be megabytes each
- * and which a row never shows.
+ * and which a row never shows; `encrypted` when its payloads are, and the server has no codec (each shows as
+ * "(encrypted)").
  */
-export type RunSummary = Omit<RunInfo, 'snapshot' | 'output'>;
+export type RunSummary = Omit<RunInfo, 'snapshot' | 'output'> & { encrypted: boolean };
 
 /** A child run as its parent's page links it. */
 export interface ChildRunView {
@@ -18,8 +20,12 @@ export interface ChildRunView {
   node: string;
 }
 
-/** A run as its page shows it: its record without the checkpoint, the plan of a planner, and its child runs. */
+/**
+ * A run as its page shows it: its record without the checkpoint, the plan of a planner, and its child runs;
+ * `encrypted` as in `RunSummary`.
+ */
 export interface RunDetail extends Omit<RunInfo, 'snapshot'> {
+  encrypted: boolean;
   /** The plan DAG of a planner run, a running node's child run only once the store has it; null for other runs. */
   plan: PlanView | null;
   children: ChildRunView[];
@@ -31,7 +37,7 @@ const maxChildren = 100;
 /** The list row of a run. */
 export function runSummary(info: RunInfo): RunSummary {
   const { snapshot: _snapshot, output: _output, ...summary } = info;
-  return summary;
+  return { ...summary, encrypted: hasEncryptedPayloads(info) };
 }
 
 /** The page of a run: its plan read from its checkpoint, its child runs read from the store. */
@@ -63,5 +69,5 @@ export async function runDetail(client: CairnClient, info: RunInfo): Promise<Run
       delete node.childRunId;
     }
   }
-  return { ...record, plan, children: found };
+  return { ...record, encrypted: hasEncryptedPayloads(info), plan, children: found };
 }

@@ -19,6 +19,13 @@ import { PayloadProtector, type ProtectOptions } from './sealed-parts.js';
 
 export type { ProtectOptions };
 
+const protectedMark = Symbol.for('@cairn/sdk/protected-store');
+
+/** True for a store `protectPayloads` made (whichever copy of the package made it). */
+export function isProtectedStore(store: DurableStore): boolean {
+  return (store as unknown as Record<symbol, unknown>)[protectedMark] === true;
+}
+
 /**
  * A store that encodes every payload it is given before the store underneath sees it, and decodes every payload
  * it reads: snapshots (state, conversation, history), journal outcomes, run input and output, errors' messages
@@ -34,6 +41,13 @@ export function protectPayloads<Store extends DurableStore>(
   store: Store,
   options: ProtectOptions,
 ): DurableStore & { close?(): Promise<void> } {
+  if (isProtectedStore(store)) {
+    // Encoding twice would make every read of the inner codec's rows look like plaintext (not-encoded).
+    throw new CairnError(
+      'INVALID_ARGUMENT',
+      'This store is already behind protectPayloads: give the codec once, to the store underneath.',
+    );
+  }
   const protector = new PayloadProtector(options);
   // The incarnation of runs written or read here, so a stream read can check its chunks' binding without
   // loading the run first.
@@ -211,6 +225,7 @@ export function protectPayloads<Store extends DurableStore>(
   }
   if (store.streamPosition !== undefined)
     protectedStore.streamPosition = store.streamPosition.bind(store);
+  Object.defineProperty(protectedStore, protectedMark, { value: true });
   // A store that opened its own connections ends them on `close`: whoever closes the protected store (a worker
   // module's loader, a command) closes the store underneath.
   const { close } = store as { close?: () => Promise<void> };

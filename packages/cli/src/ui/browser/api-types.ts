@@ -117,6 +117,10 @@ export interface RunSummary {
   recoveries: number;
   parent: { runId: string } | null;
   updatedAt: number;
+  /** Its payloads are encrypted and the server has no codec: each shows as "(encrypted)". */
+  encrypted: boolean;
+  /** Why its stored rows cannot be read (changed, or payloads the server's codec cannot decode). */
+  unreadable?: string;
 }
 
 /** One node of a planner's plan (the sdk's `PlanNodeView`). */

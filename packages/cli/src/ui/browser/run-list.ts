@@ -81,9 +81,11 @@ export function showList(container: HTMLElement, view: View, filters: ListFilter
       if (!current()) return;
       renderRows(body, answer.runs);
       const { length } = answer.runs;
+      const encrypted = answer.runs.filter((run) => run.encrypted).length;
       count.textContent =
         `${length} run${length === 1 ? '' : 's'}` +
-        (length === answer.limit ? `: the oldest ${answer.limit} only, narrow the filter` : '');
+        (length === answer.limit ? `: the oldest ${answer.limit} only, narrow the filter` : '') +
+        (encrypted === 0 ? '' : `; ${encryptedNote(encrypted)}`);
     } catch (error) {
       if (!current()) return;
       count.textContent = `could not load runs: ${(error as Error).message}`;
@@ -95,6 +97,14 @@ export function showList(container: HTMLElement, view: View, filters: ListFilter
   }
   view.onCleanup(() => clearTimeout(timer));
   void load();
+}
+
+/** Said once above the list: the server reads runs a codec encrypted without it. */
+function encryptedNote(runs: number): string {
+  return (
+    `the payloads of ${runs} run${runs === 1 ? '' : 's'} are encrypted: start cairn ui with ` +
+    '--codec <module> to read them'
+  );
 }
 
 function renderRows(body: HTMLElement, runs: readonly RunSummary[]): void {
@@ -110,6 +120,10 @@ function renderRows(body: HTMLElement, runs: readonly RunSummary[]): void {
         el('td', { class: 'id' }, [
           runLink(run.runId),
           run.parent ? el('div', { class: 'muted', text: `child of ${run.parent.runId}` }) : null,
+          run.encrypted ? el('div', { class: 'muted', text: 'payloads encrypted' }) : null,
+          run.unreadable === undefined
+            ? null
+            : el('div', { class: 'unreadable', text: `unreadable: ${run.unreadable}` }),
         ]),
         el('td', { title: fmtDate(run.updatedAt), text: fmtAgo(run.updatedAt) }),
         el('td', { title: 'claims of the run (its lease epoch)', text: run.epoch }),

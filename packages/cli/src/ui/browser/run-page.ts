@@ -240,7 +240,18 @@ function renderHeader(run: RunDetail, model: Timeline): HTMLElement {
   }
   const list = el('dl', { class: 'facts' });
   for (const [name, value] of facts) append(list, [el('dt', { text: name }), el('dd', {}, value)]);
-  const card = el('div', {}, list);
+  const card = el('div', {}, [
+    run.encrypted
+      ? el('div', {
+          class: 'notice',
+          'data-encrypted': 'true',
+          text:
+            "This run's payloads are encrypted, shown as (encrypted), and its history with them: start " +
+            'cairn ui with --codec <module> to read them.',
+        })
+      : null,
+    list,
+  ]);
   if (run.output !== undefined) {
     let text = JSON.stringify(run.output, null, 2);
     if (text.length > maxOutputChars) {

@@ -26,6 +26,12 @@ export function renderTimeline(model: Timeline, run: RunDetail | null): HTMLElem
       }),
     );
   }
+  if (run?.encrypted === true) {
+    // Its history is in its encrypted checkpoint: the events served are at most the end its record tells of,
+    // which the header shows already.
+    append(root, el('p', { class: 'muted', text: 'Its history is encrypted with its payloads.' }));
+    return root;
+  }
   if (model.lanes.length === 0) {
     append(
       root,
