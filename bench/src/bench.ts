@@ -7,6 +7,7 @@ import { describeLoad, readLoad } from './load.js';
 import { computeRatios } from './ratios.js';
 import type { BenchReport, Row } from './report.js';
 import { claimLatencyRow } from './rows/claim-latency.js';
+import { codecRow } from './rows/codec.js';
 import { dbosPairsRow } from './rows/dbos-pairs.js';
 import { drainRow } from './rows/drain.js';
 import { growthRow } from './rows/growth.js';
@@ -39,6 +40,7 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'planner', title: '11. Planner', build: plannerRow },
   { key: 'redis_claim_poll', title: '12. Redis claim poll', build: redisClaimPollRow },
   { key: 'streaming', title: '13. Streaming', build: streamingRow },
+  { key: 'codec', title: '14. Payload codec', build: codecRow },
 ];
 
 /** Options of `runBench`. */

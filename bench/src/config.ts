@@ -34,6 +34,8 @@ export interface BenchConfig {
   planner: { sizes: number[] };
   /** Runs held in flight on Redis while an idle worker's claim polls are counted. */
   claimPoll: { runs: number; polls: number };
+  /** Pairs of halves without and with the payload codec (off, on), each `runs` sequential runs of `trips`. */
+  codec: { pairs: number; runs: number; trips: number };
 }
 
 export const fullConfig: BenchConfig = {
@@ -62,6 +64,7 @@ export const fullConfig: BenchConfig = {
   memory: { runs: 1_000 },
   planner: { sizes: [100, 1_000, 10_000] },
   claimPoll: { runs: 10_000, polls: 5 },
+  codec: { pairs: 5, runs: 50, trips: 10 },
 };
 
 export const quickConfig: BenchConfig = {
@@ -89,4 +92,5 @@ export const quickConfig: BenchConfig = {
   memory: { runs: 50 },
   planner: { sizes: [100, 1_000] },
   claimPoll: { runs: 500, polls: 2 },
+  codec: { pairs: 1, runs: 3, trips: 10 },
 };

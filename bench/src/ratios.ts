@@ -1,5 +1,6 @@
 import type { DrainSetup } from './config.js';
 import { medianOf, type Ratio, type Row } from './report.js';
+import { codecBar } from './rows/codec.js';
 
 /**
  * Cairn against the limit and against DBOS, from the medians of one run (against DBOS: the medians of the
@@ -30,6 +31,11 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
   const takeoverBar = medianOf(report, 'takeover', 'grace_ms') + 1_000;
   const takeoverPg = medianOf(report, 'takeover', 'to_checkpoint_ms');
   const takeoverRedis = medianOf(report, 'takeover', 'redis.to_checkpoint_ms');
+  // The payload codec's bars (issue #34): its on / off ratios per pair, their medians.
+  const codecTime = medianOf(report, 'codec', 'pg.time_ratio');
+  const codecWal = medianOf(report, 'codec', 'pg.wal_ratio');
+  const codecStored = medianOf(report, 'codec', 'pg.stored_ratio');
+  const codecBarText = `<= ${codecBar.toFixed(2)}`;
   return [
     {
       key: 'per_step_vs_limit',
@@ -117,6 +123,24 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       label: 'planner: ms per node, largest plan / smallest (10,000 / 100 nodes in a full run)',
       value: plannerGrowth,
       target: { text: '<= 2x', met: plannerGrowth <= 2 },
+    },
+    {
+      key: 'codec_time',
+      label: 'codec: store-pg ms per trip, on / off (median of pairs)',
+      value: codecTime,
+      target: { text: codecBarText, met: codecTime <= codecBar },
+    },
+    {
+      key: 'codec_wal',
+      label: 'codec: store-pg WAL bytes per trip, on / off (median of pairs)',
+      value: codecWal,
+      target: { text: codecBarText, met: codecWal <= codecBar },
+    },
+    {
+      key: 'codec_stored',
+      label: 'codec: store-pg row bytes per trip, on / off (median of pairs)',
+      value: codecStored,
+      target: { text: codecBarText, met: codecStored <= codecBar },
     },
   ];
 }

@@ -1,4 +1,4 @@
-import { memoryStore, type DurableStore } from '@cairn/sdk';
+import { memoryStore, type Agent, type DurableStore } from '@cairn/sdk';
 import { benchAgent } from '../agents.js';
 import type { BenchContext } from '../context.js';
 import { callsPer, countingStore } from '../counting-store.js';
@@ -8,26 +8,28 @@ import type { Metric, Row } from '../report.js';
 import { figure, now, quantile, repeat } from '../stats.js';
 
 /** One repetition of sequential runs. */
-export interface StepRep {
-  median: number;
-  p99: number;
-  /** Whole run time (create, claim, trips, final answer, release) over the trips. */
-  perTripEndToEnd: number;
+export interface StepRep extends TripTimes {
   cost?: Cost;
   calls: string;
 }
 
+/** What `timeSequentialRuns` measured. */
+export interface TripTimes {
+  median: number;
+  p99: number;
+  /** Whole run time (create, claim, trips, final answer, release) over the trips. */
+  perTripEndToEnd: number;
+}
+
 /**
- * Times `runs` sequential runs of `trips` trips each. A trip is timed from one checkpoint written to the next:
- * the model call, the tool's started mark, the tool, its settled mark and the checkpoint.
+ * Times `runs` sequential runs of `agent`, each of `trips` trips. A trip is timed from one checkpoint written
+ * to the next: the model call, the tool's started mark, the tool, its settled mark and the checkpoint.
  */
-async function sequentialRuns(
-  store: DurableStore,
+export async function timeSequentialRuns(
+  agent: Pick<Agent, 'execute'>,
   runs: number,
   trips: number,
-): Promise<Omit<StepRep, 'cost'>> {
-  const { store: counted, counts } = countingStore(store);
-  const agent = benchAgent({ name: 'per-step', trips, store: counted });
+): Promise<TripTimes> {
   const tripTimes: number[] = [];
   let total = 0;
   for (let run = 0; run < runs; run += 1) {
@@ -47,8 +49,19 @@ async function sequentialRuns(
     median: quantile(tripTimes, 0.5),
     p99: quantile(tripTimes, 0.99),
     perTripEndToEnd: total / (runs * trips),
-    calls: callsPer(counts, runs * trips),
   };
+}
+
+/** `runs` sequential runs of `trips` trips of the bench agent on `store`, with the store calls per trip. */
+async function sequentialRuns(
+  store: DurableStore,
+  runs: number,
+  trips: number,
+): Promise<Omit<StepRep, 'cost'>> {
+  const { store: counted, counts } = countingStore(store);
+  const agent = benchAgent({ name: 'per-step', trips, store: counted });
+  const times = await timeSequentialRuns(agent, runs, trips);
+  return { ...times, calls: callsPer(counts, runs * trips) };
 }
 
 /**
