@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { runCli } from '@cairn/cli';
 import { aesGcmCodec, deflateCodec, protectPayloads, type DurableStore } from '@cairn/sdk';
 import { pgStore } from '@cairn/store-pg';
 import { redisStore } from '@cairn/store-redis';
@@ -88,6 +89,20 @@ describe('the AES-GCM codec keeps every marker out of what the servers store', (
         controlHits += found(bytes, 'zqCONTROL');
       }
       expect(controlHits).toBeGreaterThan(0);
+
+      // What `cairn` prints of them without the codec: the listing, and each of 25 runs shown and told.
+      const printed: string[] = [
+        await cairn(['runs', 'list', '--json', '--limit', '2000'], schema),
+      ];
+      for (let run = 0; run < 1_000; run += 40) {
+        const runId = `zqCANARY-run-${run}`;
+        printed.push(await cairn(['runs', 'show', runId, '--json'], schema));
+        printed.push(await cairn(['runs', 'timeline', runId, '--json'], schema));
+      }
+      const output = printed.join('\n');
+      expect(output).toContain('zqCANARY-run-960');
+      expect(found(output, 'zqCANARY')).toBe(0);
+      expect(output).not.toContain('cairn:1:');
     } finally {
       await raw.close();
       await control.close();
@@ -139,6 +154,19 @@ describe('the AES-GCM codec keeps every marker out of what the servers store', (
     }
   });
 });
+
+/** Runs `cairn` in this process on the schema; its standard output. */
+async function cairn(args: readonly string[], schema: string): Promise<string> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: (text) => void (stdout += text),
+    stderr: (text) => void (stderr += text),
+    env: { DATABASE_URL: database().url, CAIRN_SCHEMA: schema },
+  });
+  expect(code, stderr).toBe(0);
+  return stdout;
+}
 
 /** Where the server's WAL is written up to now. */
 async function walPosition(sql: Sql): Promise<string> {
