@@ -36,7 +36,8 @@ export type CairnErrorCode =
   | 'REF_UNRESOLVED'
   | 'OUTCOME_UNKNOWN'
   | 'APPROVAL_TIMEOUT'
-  | 'PAYLOAD_UNREADABLE';
+  | 'PAYLOAD_UNREADABLE'
+  | 'SUBJECT_FORGOTTEN';
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {

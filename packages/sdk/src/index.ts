@@ -179,8 +179,10 @@ export type {
 export {
   checkNewRunId,
   checkRunId,
+  checkSubject,
   childRunId,
   maxRunIdLength,
+  maxSubjectLength,
   reservedRunIdPrefix,
 } from './run-id.js';
 export { runEvents } from './history/stored-history.js';
@@ -208,3 +210,6 @@ export { sealedErrorMessage } from './payload/sealed-parts.js';
 export { sealedSnapshotMark } from './payload/sealed-snapshot.js';
 export { isProtectedStore, protectPayloads } from './payload/protected-store.js';
 export type { ProtectOptions } from './payload/protected-store.js';
+export { memoryKeyring, SubjectForgottenError } from './payload/subject-keys.js';
+export type { SubjectKey, SubjectKeyring } from './payload/subject-keys.js';
+export type { ForgetOptions, ForgetReport, ForgetTarget } from './store/forget-types.js';

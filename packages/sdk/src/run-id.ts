@@ -60,3 +60,26 @@ export function checkNewRunId(runId: unknown): string {
     { data: { reason: 'reserved prefix', prefix: reservedRunIdPrefix } },
   );
 }
+
+/** The longest subject (`NewRun.subject`) a run may be given. */
+export const maxSubjectLength = 200;
+
+/**
+ * A run's subject (a user or tenant id): 1 to 200 characters, no NUL and no half of a surrogate pair, so every
+ * store keeps it as given. `INVALID_ARGUMENT` otherwise, before any store sees it.
+ */
+export function checkSubject(subject: unknown): string {
+  if (
+    typeof subject === 'string' &&
+    subject.length > 0 &&
+    subject.length <= maxSubjectLength &&
+    !subject.includes('\u0000') &&
+    !loneSurrogate.test(subject)
+  )
+    return subject;
+  throw new CairnError(
+    'INVALID_ARGUMENT',
+    `A run's subject must be a string of 1 to ${maxSubjectLength} characters without NUL or a lone surrogate.`,
+    { data: { reason: 'subject invalid' } },
+  );
+}

@@ -1,6 +1,7 @@
 import {
   CairnError,
   checkNewRunId,
+  checkSubject,
   checkRunId,
   deserializeError,
   isCairnError,
@@ -21,6 +22,9 @@ import {
   type RunStatus,
   type RunWait,
   type SignalReceipt,
+  type ForgetOptions,
+  type ForgetReport,
+  type ForgetTarget,
 } from '@cairn/sdk';
 import { signalSender, type SignalSender } from './client-signals.js';
 import { streamReader, type StreamReader } from './client-stream.js';
@@ -55,6 +59,8 @@ export interface StartOptions {
    * `idempotencyKey` on the signal a retried call acts once.
    */
   signal?: NewSignal;
+  /** Whose data the run holds (a user or tenant id): see `NewRun.subject`. */
+  subject?: string;
 }
 
 /** Options of `result`. */
@@ -115,6 +121,12 @@ export interface CairnClient extends SignalSender, EventReader, StreamReader {
    * which goes with its root.
    */
   discard(runId: string): Promise<boolean>;
+  /**
+   * Forgets a subject (its keys first, so every copy of its payloads is unreadable; then its runs, stopping the
+   * live ones) or one run, leaving every other run as it is. Needs a store behind `protectPayloads` (with
+   * `aesGcmCodec({ subjects })` for the keys); `INVALID_ARGUMENT` otherwise.
+   */
+  forget(target: ForgetTarget, options?: ForgetOptions): Promise<ForgetReport>;
 }
 
 /** A child run is started, held, cancelled and deleted with its root: a client acts on the root. */
@@ -180,6 +192,8 @@ export function createClient(options: ClientOptions): CairnClient {
       }
       const scheduled =
         startOptions.startAt === undefined ? undefined : startWait(startOptions.startAt);
+      const subject =
+        startOptions.subject === undefined ? undefined : checkSubject(startOptions.subject);
       const { created, run } = await store.create({
         runId,
         kind: target.kind,
@@ -189,6 +203,7 @@ export function createClient(options: ClientOptions): CairnClient {
         ...(scheduled === undefined
           ? { status: 'queued' as const }
           : { status: 'waiting' as const, wait: scheduled }),
+        ...(subject === undefined ? {} : { subject }),
       });
       if (!created) refuseChild(run, 'start');
       if (!created && (run.kind !== target.kind || run.name !== target.name)) {
@@ -287,6 +302,16 @@ export function createClient(options: ClientOptions): CairnClient {
         await store.release(lease);
       }
       return 'cancelled';
+    },
+
+    async forget(target, forgetOptions) {
+      if (store.forget === undefined) {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          'forget needs the client’s store behind protectPayloads: without a codec there are no keys to delete.',
+        );
+      }
+      return store.forget(target, forgetOptions);
     },
 
     async discard(runId) {

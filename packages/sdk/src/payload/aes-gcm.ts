@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import { CairnError } from '../errors.js';
-import { PayloadUnreadableError, type PayloadCodec } from './codec.js';
+import { PayloadUnreadableError, type PayloadCodec, type PayloadContext } from './codec.js';
+import type { SubjectKeyring } from './subject-keys.js';
 
 /** Options of `aesGcmCodec`. */
 export interface AesGcmOptions {
@@ -11,7 +12,16 @@ export interface AesGcmOptions {
   keys: Readonly<Record<string, Uint8Array | string>>;
   /** The id of the key new payloads are encrypted with. */
   current: string;
+  /**
+   * Per-subject keys: a run given a subject (`NewRun.subject`) has its payloads encrypted under that subject's
+   * own key (stored as key id `s.<id>`), so `forget({ subject })` can delete the key and make them unreadable
+   * everywhere. Runs without a subject use `keys`.
+   */
+  subjects?: SubjectKeyring;
 }
+
+/** How a payload encrypted under a subject's key names it: `s.<the keyring's id>`. */
+const subjectKeyPrefix = 's.';
 
 const ivBytes = 12;
 const tagBytes = 16;
@@ -39,10 +49,10 @@ function nextIv(): Buffer {
 export function aesGcmCodec(options: AesGcmOptions): PayloadCodec {
   const keys = new Map<string, Buffer>();
   for (const [id, key] of Object.entries(options.keys)) {
-    if (!keyIdPattern.test(id)) {
+    if (!keyIdPattern.test(id) || id.startsWith(subjectKeyPrefix)) {
       throw new CairnError(
         'INVALID_ARGUMENT',
-        `An AES-GCM key id must be 1 to 64 letters, digits, "_", "." or "-", not ${JSON.stringify(id)}.`,
+        `An AES-GCM key id must be 1 to 64 letters, digits, "_", "." or "-", not starting with "s." (a subject's key), not ${JSON.stringify(id)}.`,
       );
     }
     const bytes = typeof key === 'string' ? Buffer.from(key, 'base64') : Buffer.from(key);
@@ -61,24 +71,48 @@ export function aesGcmCodec(options: AesGcmOptions): PayloadCodec {
       `The current AES-GCM key "${options.current}" is not among the keys given.`,
     );
   }
-  return {
-    name: 'aes-gcm',
-    encode(data, context) {
-      const iv = nextIv();
-      const cipher = createCipheriv('aes-256-gcm', current, iv);
-      cipher.setAAD(context.binding);
-      const body = Buffer.concat([iv, cipher.update(data), cipher.final(), cipher.getAuthTag()]);
-      return { data: body, keyId: options.current };
-    },
-    decode(data, context) {
-      const key = context.keyId === undefined ? undefined : keys.get(context.keyId);
+  const encrypt = (data: Uint8Array, key: Uint8Array, binding: Uint8Array) => {
+    const iv = nextIv();
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(binding);
+    return Buffer.concat([iv, cipher.update(data), cipher.final(), cipher.getAuthTag()]);
+  };
+  const { subjects } = options;
+  const keyOf = async (keyId: string | undefined, context: PayloadContext) => {
+    if (subjects !== undefined && keyId?.startsWith(subjectKeyPrefix) === true) {
+      const key = await subjects.key(keyId.slice(subjectKeyPrefix.length));
       if (key === undefined) {
         throw new PayloadUnreadableError(
           context,
           'key-missing',
-          `its key "${context.keyId ?? ''}" is not among the AES-GCM keys given`,
+          'its subject’s key is gone: the subject was forgotten',
         );
       }
+      return key;
+    }
+    const key = keyId === undefined ? undefined : keys.get(keyId);
+    if (key === undefined) {
+      throw new PayloadUnreadableError(
+        context,
+        'key-missing',
+        `its key "${keyId ?? ''}" is not among the AES-GCM keys given`,
+      );
+    }
+    return key;
+  };
+  return {
+    name: 'aes-gcm',
+    encode(data, context) {
+      if (subjects === undefined || context.subject === undefined)
+        return { data: encrypt(data, current, context.binding), keyId: options.current };
+      return subjects.current(context.subject).then((subjectKey) => ({
+        data: encrypt(data, subjectKey.key, context.binding),
+        keyId: `${subjectKeyPrefix}${subjectKey.id}`,
+      }));
+    },
+    ...(subjects === undefined ? {} : { forget: (subject: string) => subjects.forget(subject) }),
+    async decode(data, context) {
+      const key = await keyOf(context.keyId, context);
       if (data.length < ivBytes + tagBytes) {
         throw new PayloadUnreadableError(context, 'rejected', 'its ciphertext is cut short');
       }

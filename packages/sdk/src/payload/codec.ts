@@ -21,6 +21,8 @@ export interface PayloadContext {
   position: string;
   /** The bytes a codec that authenticates binds its output to: all of the above, unambiguously joined. */
   binding: Uint8Array;
+  /** Whose data the run holds (`NewRun.subject`), for a codec with per-subject keys; not bound. */
+  subject?: string;
 }
 
 /** What a codec's `encode` answers: the bytes, and the key it used, if any (stored with the payload). */
@@ -47,6 +49,11 @@ export interface PayloadCodec {
     data: Uint8Array,
     context: PayloadContext & { keyId?: string },
   ): Uint8Array | Promise<Uint8Array>;
+  /**
+   * A codec with per-subject keys deletes the subject's keys (`forget({ subject })`): its payloads can never be
+   * decoded again, wherever they are copied.
+   */
+  forget?(subject: string): Promise<void>;
 }
 
 /** Why a payload could not be read: `PayloadUnreadableError.reason`. */
@@ -93,6 +100,7 @@ export function payloadContext(
   incarnation: string,
   kind: PayloadKind,
   position = '',
+  subject?: string,
 ): PayloadContext {
   const parts = ['cairn-payload-1', runId, incarnation, kind, position].map((part) =>
     encoder.encode(part),
@@ -106,6 +114,8 @@ export function payloadContext(
     binding.set(separator, at);
     at += 1;
   }
-  return { runId, incarnation, kind, position, binding };
+  return subject === undefined
+    ? { runId, incarnation, kind, position, binding }
+    : { runId, incarnation, kind, position, binding, subject };
 }
 brand(PayloadUnreadableError, 'PayloadUnreadableError');

@@ -16,6 +16,8 @@ import { pendingApprovals } from '../agent/agent-signals.js';
 import { CairnError, isCairnError } from '../errors.js';
 import { PayloadUnreadableError } from './codec.js';
 import { PayloadProtector, type ProtectOptions } from './sealed-parts.js';
+import { storedSubject } from './sealed-snapshot.js';
+import { forget } from './forget.js';
 
 export type { ProtectOptions };
 
@@ -84,6 +86,15 @@ export function protectPayloads<Store extends DurableStore>(
       sealed.stream = await protector.sealChunks(checkpoint.stream, runId, incarnation);
     return sealed;
   };
+  // Whose data a run holds, read from its stored snapshot when this store has not read or written it yet: what
+  // is written for it must be encrypted for that subject, never under the shared key by mistake.
+  const subjectFor = async (runId: string): Promise<string | undefined> => {
+    if (!protector.knowsSubject(runId)) {
+      const stored = await store.load(runId);
+      protector.learnSubject(runId, storedSubject(stored?.run.snapshot ?? null) ?? null);
+    }
+    return protector.subjectOf(runId);
+  };
   const incarnationOf = async (runId: string): Promise<string | undefined> => {
     const known = incarnations.get(runId);
     if (known !== undefined) return known;
@@ -106,8 +117,13 @@ export function protectPayloads<Store extends DurableStore>(
 
   const protectedStore: DurableStore = {
     async create(run: NewRun) {
+      // A child run holds its parent's subject's data: it is encrypted for the same subject.
+      const { subject: given, ...rest } = run;
+      const subject =
+        given ?? (run.parent === undefined ? undefined : await subjectFor(run.parent.runId));
+      protector.learnSubject(run.runId, subject ?? null);
       const sealed: NewRun = {
-        ...run,
+        ...rest,
         snapshot:
           run.snapshot === null ? null : await protector.sealSnapshot(run.snapshot, run.runId, ''),
       };
@@ -123,9 +139,11 @@ export function protectPayloads<Store extends DurableStore>(
       return protector.openStoredRun(stored);
     },
     async save(fence, checkpoint) {
+      await subjectFor(fence.runId);
       return store.save(fence, await sealCheckpoint(fence, checkpoint));
     },
     async append(fence, entries: readonly JournalEntry[], stream?: readonly StreamChunk[]) {
+      await subjectFor(fence.runId);
       const sealed = await protector.sealEntries(entries, fence.runId, fence.incarnation);
       if (stream === undefined) return store.append(fence, sealed);
       return store.append(
@@ -135,6 +153,7 @@ export function protectPayloads<Store extends DurableStore>(
       );
     },
     async updateStatus(fence, update: StatusUpdate) {
+      await subjectFor(fence.runId);
       const sealed =
         update.error === undefined
           ? update
@@ -159,6 +178,7 @@ export function protectPayloads<Store extends DurableStore>(
       return opened;
     },
     async signal(runId: string, signal: NewSignal) {
+      await subjectFor(runId);
       const payload = await protector.sealSignalPayload(runId, signal.name, signal.payload);
       try {
         return await protector.openReceipt(
@@ -204,8 +224,13 @@ export function protectPayloads<Store extends DurableStore>(
   if (store.appendStream !== undefined && store.readStream !== undefined) {
     const appendStream = store.appendStream.bind(store);
     const readStream = store.readStream.bind(store);
-    protectedStore.appendStream = async (fence, chunks) =>
-      appendStream(fence, await protector.sealChunks(chunks, fence.runId, fence.incarnation));
+    protectedStore.appendStream = async (fence, chunks) => {
+      await subjectFor(fence.runId);
+      return appendStream(
+        fence,
+        await protector.sealChunks(chunks, fence.runId, fence.incarnation),
+      );
+    };
     protectedStore.readStream = async (runId: string, options?: StreamReadOptions) => {
       const chunks = await readStream(runId, options);
       if (chunks.length === 0) return chunks;
@@ -225,6 +250,8 @@ export function protectPayloads<Store extends DurableStore>(
   }
   if (store.streamPosition !== undefined)
     protectedStore.streamPosition = store.streamPosition.bind(store);
+  protectedStore.forget = (target, forgetOptions) =>
+    forget(store, protector.sealer, target, forgetOptions);
   Object.defineProperty(protectedStore, protectedMark, { value: true });
   // A store that opened its own connections ends them on `close`: whoever closes the protected store (a worker
   // module's loader, a command) closes the store underneath.

@@ -6,7 +6,7 @@ import { decisionSignal, type StandingDecision } from '../store/decisions.js';
 import { checkStreamChunks, type StreamChunk } from '../store/stream.js';
 import type { RunSignal, RunWait, SignalReceipt } from '../store/waits.js';
 import { PayloadUnreadableError } from './codec.js';
-import { SnapshotSealer } from './sealed-snapshot.js';
+import { SnapshotSealer, storedSubject } from './sealed-snapshot.js';
 import { PayloadSealer, type SealerOptions } from './sealer.js';
 
 /** Options of `protectPayloads`. */
@@ -36,8 +36,12 @@ export class PayloadProtector {
   private readonly snapshots: SnapshotSealer;
   private readonly argsHashKey: Buffer | undefined;
 
+  /** Whose data each run read or written here holds (null: nobody's), most recent last. */
+  private readonly subjects = new Map<string, string | null>();
+
   constructor(options: ProtectOptions) {
     this.sealer = new PayloadSealer(options);
+    this.sealer.subjectOf = (runId) => this.subjects.get(runId) ?? undefined;
     this.snapshots = new SnapshotSealer(this.sealer);
     const key = options.argsHashKey;
     this.argsHashKey =
@@ -54,8 +58,24 @@ export class PayloadProtector {
     }
   }
 
+  /** Records whose data a run holds, so what is written for it next is encrypted for that subject. */
+  learnSubject(runId: string, subject: string | null): void {
+    this.subjects.delete(runId);
+    this.subjects.set(runId, subject);
+    // Bounded: a run forgotten here is read again (`knowsSubject`) before its next write.
+    if (this.subjects.size > 50_000) this.subjects.delete(this.subjects.keys().next().value!);
+  }
+
+  knowsSubject(runId: string): boolean {
+    return this.subjects.has(runId);
+  }
+
+  subjectOf(runId: string): string | undefined {
+    return this.subjects.get(runId) ?? undefined;
+  }
+
   sealSnapshot(snapshot: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
-    return this.snapshots.seal(snapshot, runId, incarnation);
+    return this.snapshots.seal(snapshot, runId, incarnation, this.sealer.subjectOf(runId));
   }
 
   sealValue(value: JsonValue, runId: string, incarnation: string, kind: 'output'): Promise<string> {
@@ -292,7 +312,9 @@ export class PayloadProtector {
   /** A stored run with every payload decoded; `PayloadUnreadableError` when one cannot be. */
   async openRecord(record: RunRecord): Promise<RunRecord> {
     const { runId, incarnation } = record;
-    const opened: RunRecord = { ...record };
+    const subject = storedSubject(record.snapshot);
+    this.learnSubject(runId, subject ?? null);
+    const opened: RunRecord = { ...record, ...(subject === undefined ? {} : { subject }) };
     if (record.snapshot !== null)
       opened.snapshot = await this.snapshots.open(record.snapshot, runId, incarnation);
     if (record.output !== undefined) {

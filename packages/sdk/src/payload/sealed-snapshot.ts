@@ -17,6 +17,8 @@ interface SealedSnapshot {
   [sealedSnapshotMark]: 1;
   /** `create` wrote it, before the store gave the run its incarnation: it is bound to no incarnation. */
   created?: true;
+  /** Whose data the run holds (`NewRun.subject`), in plaintext: how `forget` finds the run. */
+  subject?: string;
   body: string;
   /** Each array under objects only, by its path (a JSON array of keys), as its encoded groups of elements. */
   items: Record<string, string[]>;
@@ -61,8 +63,13 @@ export class SnapshotSealer {
 
   constructor(private readonly sealer: PayloadSealer) {}
 
-  /** The stored form of `snapshot` for the run at `incarnation` ('' at `create`). */
-  async seal(snapshot: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
+  /** The stored form of `snapshot` for the run at `incarnation` ('' at `create`), of `subject` if it has one. */
+  async seal(
+    snapshot: JsonValue,
+    runId: string,
+    incarnation: string,
+    subject?: string,
+  ): Promise<JsonValue> {
     const arrays: Array<[string, JsonValue[]]> = [];
     const walk = (value: JsonValue, path: string[]): JsonValue => {
       if (Array.isArray(value)) {
@@ -88,6 +95,7 @@ export class SnapshotSealer {
     return {
       [sealedSnapshotMark]: 1,
       ...(incarnation === '' ? { created: true as const } : {}),
+      ...(subject === undefined ? {} : { subject }),
       body: await this.sealer.seal({ snapshot: body, lengths }, context),
       items,
     } satisfies SealedSnapshot;
@@ -190,6 +198,12 @@ export class SnapshotSealer {
     }
     return body;
   }
+}
+
+/** The subject a stored snapshot names in plaintext (see `SealedSnapshot.subject`), or undefined. */
+export function storedSubject(stored: JsonValue | null): string | undefined {
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return undefined;
+  return typeof stored.subject === 'string' ? stored.subject : undefined;
 }
 
 const notItsItems = (context: PayloadContext) =>

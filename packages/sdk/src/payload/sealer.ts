@@ -58,9 +58,19 @@ export class PayloadSealer {
     }
   }
 
+  /** Whose data a run holds, when known: what a codec with per-subject keys encrypts its payloads for. */
+  subjectOf: (runId: string) => string | undefined = () => undefined;
+
   /** The context of a place, for `seal` and `open`. */
   context(runId: string, incarnation: string, kind: PayloadKind, position = ''): PayloadContext {
-    return payloadContext(runId, incarnation, kind, position);
+    return payloadContext(runId, incarnation, kind, position, this.subjectOf(runId));
+  }
+
+  /** Deletes the subject's keys in every codec of the chain that has per-subject keys; false when none has. */
+  async forget(subject: string): Promise<boolean> {
+    const shredders = [...this.byName.values()].filter((codec) => codec.forget !== undefined);
+    for (const codec of shredders) await codec.forget!(subject);
+    return shredders.length > 0;
   }
 
   /** Encodes a JSON value for `context`'s place. */

@@ -369,6 +369,7 @@ async function createRun<State, Input, Output>(
     signature: definition.signature,
     snapshot,
     ...(parent === undefined ? {} : { parent }),
+    ...(options.subject === undefined ? {} : { subject: options.subject }),
   });
   if (parent !== undefined && !isChildOf(run, parent))
     throw notAChildError(options.runId, parent.runId);

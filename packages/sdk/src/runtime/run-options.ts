@@ -14,6 +14,8 @@ export interface DurableRunOptions<Input> {
   /** `execute` creates the run when it does not exist; `resume` requires it. */
   mode: 'execute' | 'resume';
   input?: Input;
+  /** With `execute`, of a run it creates: whose data the run holds (`NewRun.subject`). */
+  subject?: string;
   /** Proceed although the stored signature differs from the definition's. */
   force: boolean;
   clock: Clock;

@@ -295,6 +295,8 @@ export async function retryStoreCall<T>(
         attempt.loseLease(error);
         throw error;
       }
+      // The run's subject was forgotten: nothing more may be written for it, now or after a retry.
+      if (isCairnError(error) && error.code === 'SUBJECT_FORGOTTEN') throw error;
       const retryable = !isCairnError(error) || error.retryable;
       const delay = backoffDelay(try_, policy.initialDelayMs, policy.maxDelayMs);
       const elapsed = clock.now() + delay - firstTry;

@@ -1,7 +1,7 @@
 import type { TracerProvider } from '@opentelemetry/api';
 import { systemClock, type Clock } from '../clock.js';
 import { CairnError } from '../errors.js';
-import { checkNewRunId, checkRunId } from '../run-id.js';
+import { checkNewRunId, checkRunId, checkSubject } from '../run-id.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { DurableStore } from '../store/contract.js';
 import { runDurable, type DurableRunResult } from './run-durable.js';
@@ -39,6 +39,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Called at every crash boundary; throwing from it stops the attempt as a crash would. */
   onBoundary?: BoundaryHook;
+  /** Whose data the run holds (a user or tenant id): see `NewRun.subject`. */
+  subject?: string;
 }
 
 /** Options of `resume`. */
@@ -92,6 +94,7 @@ export function createRunner<State, Input, Output>(
         runId: options.runId === undefined ? crypto.randomUUID() : checkNewRunId(options.runId),
         mode: 'execute',
         input,
+        ...(options.subject === undefined ? {} : { subject: checkSubject(options.subject) }),
         force: false,
       });
     },

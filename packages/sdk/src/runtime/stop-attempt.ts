@@ -27,6 +27,7 @@ const notStalls: ReadonlySet<CairnErrorCode> = new Set<CairnErrorCode>([
   'PLANNER_DRIFT',
   'SNAPSHOT_INVALID',
   'PAYLOAD_UNREADABLE',
+  'SUBJECT_FORGOTTEN',
   'LEASE_LOST',
   'RUN_CANCELLED',
   'RUN_RELEASED',

@@ -1,4 +1,5 @@
 import type { SerializedError } from '../errors.js';
+import type { ForgetOptions, ForgetReport, ForgetTarget } from './forget-types.js';
 import type { JsonValue } from '../json.js';
 import type { StreamChunk, StreamStore } from './stream.js';
 import type { NewSignal, RunSignal, RunWait, SignalReceipt } from './waits.js';
@@ -104,6 +105,8 @@ export interface RunRecord {
   rootRunId: string | null;
   createdAt: number;
   updatedAt: number;
+  /** Whose data the run holds (see `NewRun.subject`): set by a store behind `protectPayloads`. */
+  subject?: string;
   /**
    * In a listing only: the run's stored rows cannot be read (changed behind the store's back), and why. Its
    * `snapshot` is then null, and loading or resuming it is `SNAPSHOT_INVALID`; the other runs are listed as usual.
@@ -152,6 +155,13 @@ export interface NewRun {
   name: string;
   signature: string;
   snapshot: JsonValue | null;
+  /**
+   * Whose data the run holds: a user or tenant id, given at start and inherited by child runs. A store behind
+   * `protectPayloads` keeps it in plaintext beside the run's encoded snapshot, encodes the run's payloads under
+   * that subject's own key when its codec has per-subject keys, and `forget({ subject })` finds the run by it.
+   * A store without a codec does not keep it.
+   */
+  subject?: string;
   /**
    * For a child run: the parent run (at its incarnation) that starts it. The child is then claimed only by
    * adoption under its root's lease, and deleted with its parent. A child left by an earlier incarnation of
@@ -442,4 +452,9 @@ export type DurableStore = SnapshotStore &
     subscribe?(onWork: () => void): Promise<() => Promise<void>>;
     /** `save` and `append` write the stream chunks they are given with their own write (`Checkpoint.stream`). */
     readonly streamsWithWrites?: boolean;
+    /**
+     * Forgets a subject (its keys, then its runs) or one run: see `forget` in `protectPayloads`, the store that
+     * has it.
+     */
+    forget?(target: ForgetTarget, options?: ForgetOptions): Promise<ForgetReport>;
   };

@@ -1,0 +1,52 @@
+import { LeaseHeldError } from '../errors.js';
+import { checkRunId, checkSubject } from '../run-id.js';
+import type { DurableStore, RunRecord } from '../store/contract.js';
+import type { ForgetOptions, ForgetReport, ForgetTarget } from '../store/forget-types.js';
+import { storedSubject } from './sealed-snapshot.js';
+import type { PayloadSealer } from './sealer.js';
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Forgets a subject or a run: deletes the subject's keys first (every copy of its payloads is unreadable from
+ * then on, and a holder still writing for it stops at its next write with `SUBJECT_FORGOTTEN`), asks its live
+ * runs to stop, then deletes its runs as their holders let go. Runs of other subjects are not touched.
+ */
+export async function forget(
+  raw: DurableStore,
+  sealer: PayloadSealer,
+  target: ForgetTarget,
+  options: ForgetOptions = {},
+): Promise<ForgetReport> {
+  const subject = 'subject' in target ? checkSubject(target.subject) : undefined;
+  const runId = 'runId' in target ? checkRunId(target.runId) : undefined;
+  const keysDeleted = subject === undefined ? false : await sealer.forget(subject);
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const deleted: string[] = [];
+  const asked = new Set<string>();
+  for (;;) {
+    const runs: RunRecord[] =
+      runId !== undefined
+        ? [(await raw.load(runId))?.run].filter((run) => run !== undefined)
+        : // A child run holds its root's subject and goes with it.
+          (await raw.list()).filter(
+            (run) => run.rootRunId === null && storedSubject(run.snapshot) === subject,
+          );
+    const remaining: string[] = [];
+    for (const run of runs) {
+      try {
+        if (await raw.delete(run.runId)) deleted.push(run.runId);
+      } catch (error) {
+        if (!(error instanceof LeaseHeldError)) throw error;
+        if (!asked.has(run.runId)) {
+          asked.add(run.runId);
+          await raw.requestCancel(run.runId);
+        }
+        remaining.push(run.runId);
+      }
+    }
+    if (remaining.length === 0 || Date.now() >= deadline)
+      return { deleted, remaining, keysDeleted };
+    await pause(Math.min(200, Math.max(0, deadline - Date.now())));
+  }
+}
