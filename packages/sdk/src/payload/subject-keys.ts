@@ -21,7 +21,11 @@ export interface SubjectKeyring {
   current(subject: string): Promise<SubjectKey>;
   /** The key with this id, or undefined once its subject was forgotten (or when it never existed). */
   key(id: string): Promise<Uint8Array | undefined>;
-  /** Deletes the subject's keys, and keeps only that it was forgotten (as a hash): `current` refuses it after. */
+  /**
+   * Deletes the subject's keys, and keeps only that it was forgotten (as a hash): `current` refuses it after.
+   * `current` and `forget` must be atomic with each other across every process sharing the keyring: a `current`
+   * racing a `forget` either answers the key before it is deleted or refuses, and never makes it exist again.
+   */
   forget(subject: string): Promise<void>;
 }
 
