@@ -53,8 +53,7 @@ describe.each(['postgres', 'redis'] as const)('rotating the payload key on %s', 
       );
     }
     // The runs the new processes took up were read as the old ones left them (under k1) and written on under
-    // k2 (a resumed run's first checkpoint writes its conversation again); any the old processes finished stay
-    // under k1, read above all the same.
+    // k2; any the old processes finished stay under k1, read above all the same.
     const continued = new Set(
       after.flatMap((w) => w.linesOf('event', 'claimed')).map((line) => String(line.runId)),
     );

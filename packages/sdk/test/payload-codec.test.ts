@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import {
   aesGcmCodec,
   CairnError,
+  defineAgent,
+  defineTool,
   deflateCodec,
   isSealed,
   memoryStore,
@@ -14,7 +16,9 @@ import {
   type PayloadCodec,
   type PayloadUnreadableReason,
 } from '@cairn/sdk';
+import { scriptedModel, SimulatedCrash } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 
 const k1 = randomBytes(32);
 const k2 = randomBytes(32);
@@ -184,5 +188,56 @@ describe('a snapshot behind protectPayloads', () => {
     expect(third).toHaveLength(3);
     // Nothing of the messages is stored in plaintext.
     expect(JSON.stringify(await raw.load('r'))).not.toContain('message 1');
+  });
+});
+
+const conversationGroups = (checkpoint: Checkpoint) =>
+  (checkpoint.snapshot as { items: Record<string, string[]> }).items['["state","messages"]']!;
+
+describe('a run resumed behind protectPayloads', () => {
+  it('writes its conversation on from where it was, not encoded again, in a process that did not write it', async () => {
+    const codec = [deflateCodec(), aesGcmCodec({ keys: { k1 }, current: 'k1' })];
+    const raw = memoryStore();
+    const saved: Checkpoint[] = [];
+    const recording: DurableStore = {
+      ...raw,
+      save: (fence, checkpoint) => (saved.push(checkpoint), raw.save(fence, checkpoint)),
+    };
+    const model = () =>
+      scriptedModel([
+        { text: 'one '.repeat(50), toolCalls: [{ id: 'c1', name: 'note', args: { n: 1 } }] },
+        { text: 'two '.repeat(50), toolCalls: [{ id: 'c2', name: 'note', args: { n: 2 } }] },
+        { text: 'done' },
+      ]);
+    const note = defineTool({
+      name: 'note',
+      description: 'Notes a number.',
+      input: z.object({ n: z.number() }),
+      execute: ({ n }) => ({ noted: n }),
+    });
+    const agent = (store: DurableStore) =>
+      defineAgent({
+        name: 'notes',
+        model: model(),
+        tools: [note],
+        durable: { store, leaseMs: 50 },
+      });
+    const crashed = await agent(protectPayloads(recording, { codec }))
+      .execute('take notes', {
+        runId: 'r',
+        onBoundary: (boundary) => {
+          if (boundary.point === 'effect.before' && boundary.effectId === 'trip-2/model')
+            throw new SimulatedCrash(boundary);
+        },
+      })
+      .catch((error: unknown) => error);
+    expect(crashed).toBeInstanceOf(SimulatedCrash);
+    const beforeCrash = conversationGroups(saved.at(-1)!);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+
+    // Another process (another protectPayloads, nothing cached) resumes it.
+    await agent(protectPayloads(recording, { codec })).resume('r');
+    const afterResume = conversationGroups(saved[saved.length - 1 - 0]!);
+    expect(afterResume.slice(0, beforeCrash.length)).toEqual(beforeCrash);
   });
 });

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../json.js';
+import { canonicalJson, type JsonValue } from '../json.js';
 import { PayloadUnreadableError, type PayloadContext } from './codec.js';
 import type { PayloadSealer } from './sealer.js';
 
@@ -57,9 +57,43 @@ class GroupCache {
 const placeOf = (runId: string, incarnation: string, position: string) =>
   `${runId}\u0000${incarnation}\u0000${position}`;
 
+/**
+ * The groups a load read, by place, with their elements' text: a run resumed from them holds equal elements but
+ * not the same objects (its state was parsed again), and must still write the stored groups back as they are,
+ * not encode its whole conversation again. Kept for the runs read most recently.
+ */
+class OpenedGroups {
+  private readonly runs = new Map<
+    string,
+    Map<string, { sealed: string; text: string; count: number }>
+  >();
+
+  constructor(private readonly capacity = 1_000) {}
+
+  remember(run: string, position: string, sealed: string, members: readonly JsonValue[]): void {
+    let groups = this.runs.get(run);
+    if (groups === undefined) {
+      groups = new Map();
+      this.runs.set(run, groups);
+      if (this.runs.size > this.capacity) this.runs.delete(this.runs.keys().next().value!);
+    }
+    groups.set(position, { sealed, text: canonicalJson(members), count: members.length });
+  }
+
+  /** The stored group at `position` when the elements from `at` are equal to what it holds. */
+  at(run: string, position: string, elements: readonly JsonValue[], at: number): Group | undefined {
+    const group = this.runs.get(run)?.get(position);
+    if (group === undefined || at + group.count > elements.length) return undefined;
+    const members = elements.slice(at, at + group.count);
+    if (canonicalJson(members) !== group.text) return undefined;
+    return { place: '', members, sealed: group.sealed };
+  }
+}
+
 /** Encodes and decodes snapshots for one store. */
 export class SnapshotSealer {
   private readonly cache = new GroupCache();
+  private readonly opened = new OpenedGroups();
 
   constructor(private readonly sealer: PayloadSealer) {}
 
@@ -109,8 +143,18 @@ export class SnapshotSealer {
     incarnation: string,
   ): Promise<string[]> {
     const groups: string[] = [];
-    const known = (at: number) =>
-      this.cache.at(elements, at, placeOf(runId, incarnation, `${path}#${at}`));
+    const run = `${runId}\u0000${incarnation}`;
+    const known = (at: number) => {
+      const place = placeOf(runId, incarnation, `${path}#${at}`);
+      const hit = this.cache.at(elements, at, place);
+      if (hit !== undefined) return hit;
+      const read = this.opened.at(run, `${path}#${at}`, elements, at);
+      if (read === undefined) return undefined;
+      // Equal to what was read: the stored group again, known by these objects from now on.
+      const group = { ...read, place };
+      this.cache.set(group);
+      return group;
+    };
     let at = 0;
     while (at < elements.length) {
       const hit = known(at);
@@ -189,6 +233,7 @@ export class SnapshotSealer {
           members,
           sealed: sealed as string,
         });
+        this.opened.remember(`${runId}\u0000${bound}`, position, sealed as string, members);
         elements.push(...members);
       }
       if (expected[path] !== elements.length) throw notItsItems(outer);
