@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { aesGcmCodec, deflateCodec, protectPayloads } from '@cairn/sdk';
 import { createClient } from '@cairn/worker';
 import { describe, expect, it } from 'vitest';
-import { useProcessBackends, type WorkerProcess } from './fixtures/process-backends.js';
+import { effectsOf, useProcessBackends } from './fixtures/process-backends.js';
 import { relayAgent } from './fixtures/waiting-agents.js';
 
 // Worker processes that share a payload codec: one SIGKILLed mid-run, another takes the run over and reads what
@@ -10,13 +10,6 @@ import { relayAgent } from './fixtures/waiting-agents.js';
 const backends = useProcessBackends('cairn_codec_processes');
 const relay = relayAgent(() => undefined);
 const tenMinutes = String(10 * 60_000);
-
-const effects = (workers: readonly WorkerProcess[], runId: string) =>
-  workers
-    .flatMap((w) => w.lines)
-    .filter((l) => l.kind === 'effect' && l.runId === runId)
-    .map((l) => String(l.toolCallId))
-    .sort();
 
 describe.each(['postgres', 'redis'] as const)(
   'worker processes with a payload codec on %s',
@@ -40,7 +33,7 @@ describe.each(['postgres', 'redis'] as const)(
       });
       expect(await client.result(runId, { pollMs: 50 })).toBe('relayed three times');
       expect(survivor.linesOf('event', 'claimed')[0]).toMatchObject({ runId, takenFrom: 'doomed' });
-      expect(effects([doomed, survivor], runId)).toEqual(['hop-1', 'hop-2', 'hop-3']);
+      expect(effectsOf([doomed, survivor], runId)).toEqual(['hop-1', 'hop-2', 'hop-3']);
 
       // As stored: the input, the conversation and the output encoded.
       const stored = JSON.stringify(await backend.store.load(runId));

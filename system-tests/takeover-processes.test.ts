@@ -1,6 +1,6 @@
 import { createClient } from '@cairn/worker';
 import { describe, expect, it } from 'vitest';
-import { useProcessBackends, type WorkerProcess } from './fixtures/process-backends.js';
+import { effectsOf, useProcessBackends } from './fixtures/process-backends.js';
 import { relayAgent } from './fixtures/waiting-agents.js';
 
 // Issue 32, item 4: a worker process SIGKILLed mid-run, on Postgres and on Redis. Its leases last ten minutes, far
@@ -9,13 +9,6 @@ import { relayAgent } from './fixtures/waiting-agents.js';
 const backends = useProcessBackends('cairn_takeover');
 const relay = relayAgent(() => undefined);
 const tenMinutes = String(10 * 60_000);
-
-const effects = (workers: readonly WorkerProcess[], runId: string) =>
-  workers
-    .flatMap((w) => w.lines)
-    .filter((l) => l.kind === 'effect' && l.runId === runId)
-    .map((l) => String(l.toolCallId))
-    .sort();
 
 describe.each(['postgres', 'redis'] as const)('a worker process SIGKILLed on %s', (name) => {
   it('has its run continued by another long before its lease would end: one recovery, nothing settled run again', async () => {
@@ -39,6 +32,6 @@ describe.each(['postgres', 'redis'] as const)('a worker process SIGKILLed on %s'
     });
     expect((await client.get(runId))!).toMatchObject({ status: 'completed', recoveries: 1 });
     // hop-2 ran before the kill and is reported unknown, not run again.
-    expect(effects([doomed, survivor], runId)).toEqual(['hop-1', 'hop-2', 'hop-3']);
+    expect(effectsOf([doomed, survivor], runId)).toEqual(['hop-1', 'hop-2', 'hop-3']);
   });
 });
