@@ -20,6 +20,8 @@ export interface Names {
   sendSignal: string;
   /** `send_decision(run_id, payload)`: a decision on a held call, checked against the run's wait (`signal`). */
   sendDecision: string;
+  /** `replace_payloads(run_id, incarnation, olds, news)`: a run's stored payload strings replaced (key rotation). */
+  replacePayloads: string;
   migrations: string;
   /** The LISTEN/NOTIFY channel announcing claimable runs. */
   channel: string;
@@ -50,6 +52,7 @@ export function schemaNames(schema: string): Names {
     streamPosition: `${quotedSchema}."stream_position"`,
     sendSignal: `${quotedSchema}."send_signal"`,
     sendDecision: `${quotedSchema}."send_decision"`,
+    replacePayloads: `${quotedSchema}."replace_payloads"`,
     migrations: `${quotedSchema}."schema_migrations"`,
     channel: `${schema}_work`,
   };

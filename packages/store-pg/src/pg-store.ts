@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CairnError,
+  checkReplacements,
   checkRunWait,
   checkStreamChunks,
   notAChildError,
@@ -32,8 +33,10 @@ import { nextWake } from './sql/next-wake.js';
 import { pruneRuns } from './sql/prune-runs.js';
 import { readMailbox } from './sql/read-mailbox.js';
 import { readStream } from './sql/read-stream.js';
+import { replacePayloads } from './sql/replace-payloads.js';
 import { requestCancel } from './sql/request-cancel.js';
 import { sendSignal } from './sql/send-signal.js';
+import { signalPayloads } from './sql/signal-payloads.js';
 import { streamPosition } from './sql/stream-position.js';
 import { updateStatus } from './sql/update-status.js';
 import { BatchedWrites } from './writes.js';
@@ -102,6 +105,10 @@ export interface PgStore extends DurableStore, AsyncDisposable {
   readStream: StreamStore['readStream'];
   /** The highest position in a run's stream log, 0 when it has none. */
   streamPosition: StreamStore['streamPosition'];
+  /** Every signal row the run keeps: its mailbox, consumed signals kept for their key, and its decisions. */
+  signalPayloads: NonNullable<DurableStore['signalPayloads']>;
+  /** Replaces payload strings wherever the run keeps them, in one statement under its row lock (no lease). */
+  replacePayloads: NonNullable<DurableStore['replacePayloads']>;
   /** Ends the store's session: what it still holds is taken over by other workers. Leaves `sql` open. */
   close(): Promise<void>;
 }
@@ -273,6 +280,18 @@ export function pgStore(options: PgStoreOptions): PgStore {
     signal: (runId, signal) =>
       run('send a signal', () => sendSignal(sql, names, runId, signal), runId),
     mailbox: (runId) => run('read a mailbox', () => readMailbox(sql, names, runId), runId),
+    signalPayloads: (runId) =>
+      run('read signal payloads', () => signalPayloads(sql, names, runId), runId),
+    // What this instance remembers of the run's long arrays stays right: the rows it would keep hold the same
+    // payloads in other strings, and the snapshot version does not move (see 000010_replace_payloads.sql).
+    replacePayloads: async (runId, incarnation, replacements) => {
+      checkReplacements(runId, replacements);
+      return run(
+        'replace payloads',
+        () => replacePayloads(sql, names, runId, incarnation, replacements),
+        runId,
+      );
+    },
     nextWake: (definitions, after) =>
       run('find the next wake-up', () => nextWake(sql, names, definitions, after)),
     delete: (runId) => {

@@ -53,8 +53,8 @@ describe('migrations', () => {
     expect((error as CairnError).data.run).toContain('migrate()');
     const exists = await sql`select 1 from pg_namespace where nspname = ${schema}`;
     expect(exists).toHaveLength(0);
-    expect(await store.migrate()).toEqual({ from: 0, to: 9 });
-    expect(await store.migrate()).toEqual({ from: 9, to: 9 });
+    expect(await store.migrate()).toEqual({ from: 0, to: 10 });
+    expect(await store.migrate()).toEqual({ from: 10, to: 10 });
     expect(await store.load('r')).toBeUndefined();
     await store.close();
   });
@@ -69,7 +69,7 @@ describe('migrations', () => {
     const other = pgStore({ sql, schema });
     await expect(other.list()).rejects.toMatchObject({
       code: 'SCHEMA_MISMATCH',
-      data: { version: 99, expected: 9 },
+      data: { version: 99, expected: 10 },
     });
     await store.close();
   });
@@ -110,7 +110,7 @@ describe('migrations', () => {
       ]);
     }
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 3, to: 9 });
+    expect(await store.migrate()).toEqual({ from: 3, to: 10 });
     const loaded = await store.load('old');
     expect(loaded?.run.snapshot).toEqual({
       state: {
@@ -137,7 +137,7 @@ describe('migrations', () => {
       JSON.stringify(error),
     ]);
     const store = pgStore({ sql, schema });
-    expect(await store.migrate()).toEqual({ from: 4, to: 9 });
+    expect(await store.migrate()).toEqual({ from: 4, to: 10 });
     expect((await store.load('done'))?.run.output).toEqual(output);
     expect((await store.load('failed'))?.run.error).toEqual(error);
     await store.close();
@@ -153,7 +153,7 @@ describe('migrations', () => {
     );
     const store = pgStore({ sql, schema });
     try {
-      expect(await store.migrate()).toEqual({ from: 5, to: 9 });
+      expect(await store.migrate()).toEqual({ from: 5, to: 10 });
       const queued = await store.load('queued');
       expect(queued).toMatchObject({
         run: { status: 'queued', snapshot: { step: 1 }, wait: null },
@@ -176,6 +176,29 @@ describe('migrations', () => {
       });
       expect(lease?.claimed?.signals).toMatchObject([{ seq: 1, name: 'go' }]);
       await store.release(lease!);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('upgrades a version 9 schema holding a run: its payloads can be replaced in place', async () => {
+    const { schema, quoted } = await schemaAt(9);
+    const old = `cairn:1:app@k1:${'A'.repeat(40)}`;
+    const moved = `cairn:1:app@k2:${'B'.repeat(40)}`;
+    await sql.unsafe(
+      `INSERT INTO ${quoted}.runs (run_id, kind, name, signature, status, snapshot, output)
+       VALUES ('done', 'agent', 'n', 's', 'completed', $1::text, $2::text)`,
+      [JSON.stringify({ note: old }), JSON.stringify({ answer: old })],
+    );
+    const store = pgStore({ sql, schema });
+    try {
+      expect(await store.migrate()).toEqual({ from: 9, to: 10 });
+      const { incarnation } = (await store.load('done'))!.run;
+      expect(await store.replacePayloads('done', incarnation, new Map([[old, moved]]))).toBe(1);
+      expect((await store.load('done'))?.run).toMatchObject({
+        snapshot: { note: moved },
+        output: { answer: moved },
+      });
     } finally {
       await store.close();
     }

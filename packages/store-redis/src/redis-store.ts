@@ -8,8 +8,6 @@ import {
   type ClaimableOptions,
   type DurableStore,
   type RunFilter,
-  type RunRecord,
-  type RunStatus,
   type SaveReceipt,
   type StreamStore,
 } from '@cairn/sdk';
@@ -21,6 +19,7 @@ import { Holdings } from './holdings.js';
 import { claimableIds } from './claimable.js';
 import { indexedIds, statusIndexKeys, statusList } from './indexes.js';
 import { keySpace } from './keys.js';
+import { listRuns } from './listing.js';
 import { Liveness } from './liveness.js';
 import type { MigrateKeyLayoutOptions, PruneOptions, RedisStoreOptions } from './options.js';
 import { holdsLegacyLayout, legacyLayoutError, migrateKeyLayout } from './legacy-layout.js';
@@ -32,7 +31,8 @@ import { loadRun } from './lua/load.js';
 import { requestCancel } from './lua/request-cancel.js';
 import { saveCheckpoint } from './lua/save.js';
 import { updateRunStatus } from './lua/update-status.js';
-import { hashFields, toJournal, toRecord } from './record.js';
+import { hashFields, toJournal } from './record.js';
+import { payloadOperations } from './payloads.js';
 import { streamOperations } from './streams.js';
 import { checkpointWait, consumedArg, toSignals, waitArgs, waitOperations } from './waits.js';
 
@@ -47,6 +47,10 @@ export interface RedisStore extends DurableStore, AsyncDisposable {
   readStream: StreamStore['readStream'];
   /** The highest position in a run's stream log (see `StreamStore`). */
   streamPosition: StreamStore['streamPosition'];
+  /** Every signal payload the store keeps for a run: its unconsumed signals and its standing decisions. */
+  signalPayloads: NonNullable<DurableStore['signalPayloads']>;
+  /** Replaces encoded payload strings wherever the run keeps them, in one script (see `DurableStore`). */
+  replacePayloads: NonNullable<DurableStore['replacePayloads']>;
   /** The key prefix this store uses. */
   readonly prefix: string;
   /**
@@ -108,6 +112,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const waits = waitOperations(ctx, layoutCurrent);
   const fenced = fencedWrites(ctx, settledTtl);
   const streams = streamOperations(ctx, fenced, layoutCurrent);
+  const payloads = payloadOperations(ctx, layoutCurrent);
 
   // Runs left in the layout before buckets would be invisible here: the first call of this instance looks for
   // that layout's indexes once and refuses to go on while they exist.
@@ -118,42 +123,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     });
     checkedLayout.catch(() => (checkedLayout = undefined));
     return checkedLayout;
-  }
-
-  async function readHashes(ids: string[]): Promise<Map<string, string>[]> {
-    return Promise.all(
-      ids.map(async (id) =>
-        hashFields(await gate.call('read a run', (client) => client.hgetall(keys.run(id).run))),
-      ),
-    );
-  }
-
-  /** Records from the indexes of `statuses`, oldest first, that pass `keep`, up to `limit`. */
-  async function scan(
-    statuses: readonly RunStatus[],
-    keep: (record: RunRecord) => boolean,
-    limit: number,
-  ): Promise<RunRecord[]> {
-    await layoutCurrent();
-    const found: Map<string, string>[] = [];
-    if (limit <= 0 || statuses.length === 0) return [];
-    let batch: string[] = [];
-    const flush = async () => {
-      for (const fields of await readHashes(batch)) {
-        if (fields.size === 0 || found.length >= limit) continue;
-        const record = toRecord(fields, undefined, 'mark');
-        if (statuses.includes(record.status) && keep(record)) found.push(fields);
-      }
-      batch = [];
-    };
-    const indexes = statusIndexKeys(keys, statuses);
-    for await (const id of indexedIds(gate, indexes, pageSize, Math.min(pageSize, limit))) {
-      batch.push(id);
-      if (batch.length >= Math.min(pageSize, limit - found.length)) await flush();
-      if (found.length >= limit) break;
-    }
-    await flush();
-    return toRecords(ctx, found, 'mark');
   }
 
   const store: RedisStore = {
@@ -271,14 +240,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       }
     },
 
-    list: (filter: RunFilter = {}) =>
-      scan(
-        statusList(filter.status),
-        (record) =>
-          (filter.kind === undefined || record.kind === filter.kind) &&
-          (filter.name === undefined || record.name === filter.name),
-        filter.limit ?? Number.POSITIVE_INFINITY,
-      ),
+    async list(filter: RunFilter = {}) {
+      await layoutCurrent();
+      return listRuns(ctx, filter, pageSize);
+    },
 
     async delete(runId) {
       await layoutCurrent();
@@ -303,7 +268,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const statuses = statusList(status);
       const ids: string[] = [];
       // Collected first: deleting while paging through a sorted set would shift the pages.
-      for await (const id of indexedIds(gate, statusIndexKeys(keys, statuses), pageSize))
+      for await (const id of indexedIds(gate, statusIndexKeys(keys, statuses), { pageSize }))
         ids.push(id);
       let deleted = 0;
       for (let i = 0; i < ids.length; i += pageSize) {
@@ -319,6 +284,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
 
     ...waits,
+    ...payloads,
     ...streams,
     ...leases,
     async acquire(runId, options) {

@@ -1,5 +1,7 @@
 import type { SerializedError } from '../errors.js';
 import type { ForgetOptions, ForgetReport, ForgetTarget } from './forget-types.js';
+import type { KeptSignalPayload } from './payload-rewrite.js';
+import type { ReencryptOptions, ReencryptReport } from './reencrypt-types.js';
 import type { JsonValue } from '../json.js';
 import type { StreamChunk, StreamStore } from './stream.js';
 import type { NewSignal, RunSignal, RunWait, SignalReceipt } from './waits.js';
@@ -246,6 +248,11 @@ export interface RunFilter {
   name?: string;
   /** At most this many runs, oldest first. */
   limit?: number;
+  /**
+   * Only runs created after this run (in list order): how a long listing is read a page at a time, each page
+   * after the last run of the one before. `RunNotFoundError` when no run has this id (it was deleted since).
+   */
+  after?: string;
 }
 
 /**
@@ -457,4 +464,28 @@ export type DurableStore = SnapshotStore &
      * has it.
      */
     forget?(target: ForgetTarget, options?: ForgetOptions): Promise<ForgetReport>;
+    /**
+     * Every signal payload the store keeps for a run, in no set order: its mailbox, the consumed signals it keeps
+     * and the decisions that stand; empty for an unknown run. With `replacePayloads`, how `protectPayloads`
+     * finds every payload of a run to move it to a new key.
+     */
+    signalPayloads?(runId: string): Promise<KeptSignalPayload[]>;
+    /**
+     * Moves every stored payload to the codec and key new payloads are written with, while runs go on: see
+     * `reencrypt` in `protectPayloads`, the store that has it.
+     */
+    reencrypt?(options?: ReencryptOptions): Promise<ReencryptReport>;
+    /**
+     * In one atomic step, replaces each JSON string value equal to a key of `replacements` by its value
+     * wherever the run, at this incarnation, keeps it: snapshot, output, error, wait, journal, signals (consumed
+     * ones and standing decisions too) and stream. A string no longer stored (a holder wrote over it) is left
+     * alone. Not fenced, so given only what leaves every payload saying the same (a payload encoded again under
+     * a new key), it never undoes a holder's write. Returns how many keys were found; 0 for an unknown run or
+     * another incarnation. `INVALID_ARGUMENT` for what `checkReplacements` refuses.
+     */
+    replacePayloads?(
+      runId: string,
+      incarnation: string,
+      replacements: ReadonlyMap<string, string>,
+    ): Promise<number>;
   };

@@ -26,6 +26,7 @@ import { jsonCopyBeside } from './json-copies.js';
 import { signalDecision } from './memory-decisions.js';
 import { checkNewSignal, checkRunWait } from './waits.js';
 import { claimable, isFree, memoryRuns, type MemoryRun } from './memory-runs.js';
+import { memoryPayloads } from './memory-payloads.js';
 import { memoryStreams } from './memory-stream.js';
 
 /** Options of `memoryStore`. */
@@ -54,9 +55,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
   } = memoryRuns();
   // Incarnations never repeat within a store: a re-created run id is told apart from the one deleted.
   let incarnations = 0;
-  const { planAppend, appendStream, readStream, streamPosition } = memoryStreams(runs, fence);
+  const { planAppend, appendStream, readStream, streamPosition, logOf } = memoryStreams(
+    runs,
+    fence,
+  );
 
   return {
+    ...memoryPayloads(runs, logOf),
     appendStream,
     readStream,
     streamPosition,
@@ -225,14 +230,24 @@ export function memoryStore(options: MemoryStoreOptions = {}): DurableStore {
           : typeof filter.status === 'string'
             ? [filter.status]
             : filter.status;
+      // Creation order: by time, then by incarnation (a counter), so runs created in one tick keep their order.
+      const order = (record: RunRecord) => [record.createdAt, Number(record.incarnation)] as const;
+      const before = (a: RunRecord, b: RunRecord) =>
+        order(a)[0] - order(b)[0] || order(a)[1] - order(b)[1];
+      let after: RunRecord | undefined;
+      if (filter.after !== undefined) {
+        after = runs.get(filter.after)?.record;
+        if (after === undefined) throw new RunNotFoundError(filter.after);
+      }
       const matching = [...runs.values()]
         .filter(
           ({ record }) =>
             (statuses === undefined || statuses.includes(record.status)) &&
             (filter.kind === undefined || record.kind === filter.kind) &&
-            (filter.name === undefined || record.name === filter.name),
+            (filter.name === undefined || record.name === filter.name) &&
+            (after === undefined || before(after, record) < 0),
         )
-        .sort((a, b) => a.record.createdAt - b.record.createdAt);
+        .sort((a, b) => before(a.record, b.record));
       return (filter.limit === undefined ? matching : matching.slice(0, filter.limit)).map(view);
     },
 

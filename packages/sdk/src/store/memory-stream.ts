@@ -23,6 +23,8 @@ export function memoryStreams(
    * before it changes anything, and writes them with its own changes.
    */
   planAppend(run: MemoryRun, runId: string, chunks: readonly StreamChunk[]): () => void;
+  /** The run's stream log, kept by reference: `replacePayloads` rewrites its chunks' parts in place. */
+  logOf(run: MemoryRun): StreamChunk[];
 } {
   const logs = new WeakMap<MemoryRun, StreamChunk[]>();
   const logOf = (run: MemoryRun | undefined): readonly StreamChunk[] =>
@@ -41,6 +43,11 @@ export function memoryStreams(
 
   return {
     planAppend,
+    logOf(run) {
+      const log = logs.get(run) ?? [];
+      logs.set(run, log);
+      return log;
+    },
     async appendStream(target, chunks) {
       checkStreamChunks(target.runId, chunks);
       planAppend(fence(target), target.runId, chunks)();

@@ -7,6 +7,7 @@ import { decisionTests } from './decision-tests.js';
 import { fencingTests } from './fencing-tests.js';
 import { hostileInputTests } from './hostile-input-tests.js';
 import { leaseTests } from './lease-tests.js';
+import { listPagingTests, payloadRewriteTests } from './payload-rewrite-tests.js';
 import { receiptTests } from './receipt-tests.js';
 import { replayTests } from './replay-tests.js';
 import { snapshotTests } from './snapshot-tests.js';
@@ -45,5 +46,7 @@ export function describeStoreConformance(
     describe('runs that wait: recovery', () => waitRecoveryTests(ctx));
     describe('stream logs', () => streamTests(ctx));
     describe('stream chunks with writes', () => checkpointStreamTests(ctx));
+    describe('listing a page at a time', () => listPagingTests(ctx));
+    describe('payloads replaced in place (key rotation)', () => payloadRewriteTests(ctx));
   });
 }
