@@ -32,7 +32,9 @@ export type Command =
   | { name: 'signal'; runId: string; signal: string; payload: JsonValue; key?: string }
   | { name: 'approve'; runId: string; callId: string; argsHash?: string; by?: string }
   | { name: 'reject'; runId: string; callId: string; reason?: string; by?: string }
-  | { name: 'ui'; host?: string; port?: number };
+  | { name: 'ui'; host?: string; port?: number }
+  | { name: 'reencrypt'; query: Omit<ListQuery, 'limit'>; concurrency?: number }
+  | { name: 'forget'; target: { subject: string } | { runId: string }; timeoutMs?: number };
 
 /** A parsed command line. */
 export interface ParsedCli {
@@ -62,6 +64,10 @@ const flags = {
   by: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
+  concurrency: { type: 'string' },
+  subject: { type: 'string' },
+  run: { type: 'string' },
+  timeout: { type: 'string' },
 } as const;
 
 type Flag = keyof typeof flags;
@@ -81,6 +87,8 @@ const subcommands = {
   signal: { args: ['runId', 'name'], flags: ['payload', 'key'] },
   approve: { args: ['runId', 'toolCallId'], flags: ['args-hash', 'by'] },
   reject: { args: ['runId', 'toolCallId'], flags: ['reason', 'by'] },
+  reencrypt: { args: [], flags: ['status', 'name', 'kind', 'concurrency'] },
+  forget: { args: [], flags: ['subject', 'run', 'timeout'] },
   /** `cairn ui`, the one command outside `runs`. */
   ui: { args: [], flags: ['host', 'port'] },
 } as const satisfies Record<string, { args: readonly string[]; flags: readonly Flag[] }>;
@@ -183,6 +191,26 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): Parse
         ...(values.reason === undefined ? {} : { reason: values.reason }),
         ...(values.by === undefined ? {} : { by: values.by }),
       });
+    case 'reencrypt':
+      return done({
+        name: 'reencrypt',
+        query: listQuery(values),
+        ...(values.concurrency === undefined
+          ? {}
+          : { concurrency: wholeNumber('concurrency', values.concurrency, 1) }),
+      });
+    case 'forget': {
+      if ((values.subject === undefined) === (values.run === undefined)) {
+        throw new UsageError('runs forget takes one of --subject <subject> or --run <runId>.');
+      }
+      return done({
+        name: 'forget',
+        target: values.subject === undefined ? { runId: values.run! } : { subject: values.subject },
+        ...(values.timeout === undefined
+          ? {}
+          : { timeoutMs: wholeNumber('timeout', values.timeout, 0) }),
+      });
+    }
     default:
       return done({ name: sub as 'show' | 'timeline' | 'cancel' | 'discard' | 'resume', runId });
   }

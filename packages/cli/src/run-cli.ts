@@ -4,6 +4,7 @@ import { createClient } from '@cairn/worker';
 import { errorReport, exitCodeOf, exitCodes, formatError } from './cli-errors.js';
 import { cancelRun, discardRun } from './commands/cancel-discard.js';
 import { listRuns } from './commands/list.js';
+import { forgetRuns, reencryptRuns } from './commands/payloads.js';
 import { resumeRun } from './commands/resume.js';
 import { showRun } from './commands/show.js';
 import { decideCall, signalRun } from './commands/signals.js';
@@ -96,6 +97,8 @@ const handlers: {
   approve: decideCall,
   reject: decideCall,
   ui: serveUiCommand,
+  reencrypt: reencryptRuns,
+  forget: forgetRuns,
 };
 
 function perform(context: CommandContext, command: StoreCommand): Promise<number> {

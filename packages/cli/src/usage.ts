@@ -27,6 +27,12 @@ Commands:
                                       recorded as decided by --by (default: your user name)
   runs reject <runId> <toolCallId> [--reason text] [--by who]
                                       rejects a held tool call; the model reads the reason
+  runs reencrypt [--status s1,s2] [--name n] [--kind k] [--concurrency n]
+                                      moves every stored payload to the key --codec writes with now (after
+                                      a key rotation), while runs go on; prints progress on stderr
+  runs forget --subject <subject> | --run <runId> [--timeout ms]
+                                      deletes the subject's keys (--codec with per-subject keys), then its
+                                      runs, stopping the live ones; exit 1 when some were still held
   ui                                  serves the runs' web page (list, timelines, live watch) on this
                                       machine until Ctrl-C; prints its address (default: a free port)
 

@@ -24,6 +24,8 @@ import {
   type SignalReceipt,
   type ForgetOptions,
   type ForgetReport,
+  type ReencryptOptions,
+  type ReencryptReport,
   type ForgetTarget,
 } from '@cairn/sdk';
 import { signalSender, type SignalSender } from './client-signals.js';
@@ -127,6 +129,12 @@ export interface CairnClient extends SignalSender, EventReader, StreamReader {
    * `aesGcmCodec({ subjects })` for the keys); `INVALID_ARGUMENT` otherwise.
    */
   forget(target: ForgetTarget, options?: ForgetOptions): Promise<ForgetReport>;
+  /**
+   * Moves every stored payload to the codec and key the client's store writes with (after a key rotation), while
+   * runs go on: see `reencrypt` in `protectPayloads`. Needs a store behind `protectPayloads` over a store that
+   * can replace payloads (memory, Postgres, Redis); `INVALID_ARGUMENT` otherwise.
+   */
+  reencrypt(options?: ReencryptOptions): Promise<ReencryptReport>;
 }
 
 /** A child run is started, held, cancelled and deleted with its root: a client acts on the root. */
@@ -312,6 +320,16 @@ export function createClient(options: ClientOptions): CairnClient {
         );
       }
       return store.forget(target, forgetOptions);
+    },
+
+    async reencrypt(reencryptOptions) {
+      if (store.reencrypt === undefined) {
+        throw new CairnError(
+          'INVALID_ARGUMENT',
+          'reencrypt needs the client’s store behind protectPayloads, with the codec and keys to write with.',
+        );
+      }
+      return store.reencrypt(reencryptOptions);
     },
 
     async discard(runId) {

@@ -18,6 +18,7 @@ import { PayloadUnreadableError } from './codec.js';
 import { PayloadProtector, type ProtectOptions } from './sealed-parts.js';
 import { storedSubject } from './sealed-snapshot.js';
 import { forget } from './forget.js';
+import { reencrypt } from './reencrypt.js';
 
 export type { ProtectOptions };
 
@@ -252,6 +253,7 @@ export function protectPayloads<Store extends DurableStore>(
     protectedStore.streamPosition = store.streamPosition.bind(store);
   protectedStore.forget = (target, forgetOptions) =>
     forget(store, protector.sealer, target, forgetOptions);
+  protectedStore.reencrypt = (reencryptOptions) => reencrypt(store, options, reencryptOptions);
   Object.defineProperty(protectedStore, protectedMark, { value: true });
   // A store that opened its own connections ends them on `close`: whoever closes the protected store (a worker
   // module's loader, a command) closes the store underneath.

@@ -39,8 +39,9 @@ export class PayloadProtector {
   /** Whose data each run read or written here holds (null: nobody's), most recent last. */
   private readonly subjects = new Map<string, string | null>();
 
-  constructor(options: ProtectOptions) {
-    this.sealer = new PayloadSealer(options);
+  /** `sealer`: one of the caller's making (re-encryption records what it opens). */
+  constructor(options: ProtectOptions, sealer: PayloadSealer = new PayloadSealer(options)) {
+    this.sealer = sealer;
     this.sealer.subjectOf = (runId) => this.subjects.get(runId) ?? undefined;
     this.snapshots = new SnapshotSealer(this.sealer);
     const key = options.argsHashKey;

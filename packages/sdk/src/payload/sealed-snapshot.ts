@@ -1,6 +1,6 @@
 import { canonicalJson, type JsonValue } from '../json.js';
 import { PayloadUnreadableError, type PayloadContext } from './codec.js';
-import type { PayloadSealer } from './sealer.js';
+import { sealedHeader, type PayloadSealer } from './sealer.js';
 
 /**
  * A snapshot is stored encoded as its body (everything but its arrays) and its arrays' elements in groups: a
@@ -121,35 +121,43 @@ export class SnapshotSealer {
     // The body records each array's length, so an element dropped from the items (a truncated
     // conversation) is caught: the body is authenticated, the items' keys and count are not.
     const lengths: Record<string, number> = {};
-    for (const [path, elements] of arrays) {
-      lengths[path] = elements.length;
-      items[path] = await this.sealGroups(elements, path, runId, incarnation);
-    }
+    for (const [path, elements] of arrays) lengths[path] = elements.length;
     const context = this.sealer.context(runId, incarnation, 'snapshot');
+    const sealedBody = await this.sealer.seal({ snapshot: body, lengths }, context);
+    // The body is encoded afresh, so its header is how this process encodes now (codecs and keys): a group read
+    // from the store under another (a key since rotated) is encoded again, never written back as it was.
+    const current = sealedHeader(sealedBody);
+    for (const [path, elements] of arrays) {
+      items[path] = await this.sealGroups(elements, path, runId, incarnation, current);
+    }
     return {
       [sealedSnapshotMark]: 1,
       ...(incarnation === '' ? { created: true as const } : {}),
       ...(subject === undefined ? {} : { subject }),
-      body: await this.sealer.seal({ snapshot: body, lengths }, context),
+      body: sealedBody,
       items,
     } satisfies SealedSnapshot;
   }
 
-  /** An array as groups: the ones encoded before where they still hold, the elements between them as new ones. */
+  /**
+   * An array as groups: the ones encoded before (with `header`, as this process encodes) where they still hold,
+   * the elements between them as new ones.
+   */
   private async sealGroups(
     elements: readonly JsonValue[],
     path: string,
     runId: string,
     incarnation: string,
+    header: string,
   ): Promise<string[]> {
     const groups: string[] = [];
     const run = `${runId}\u0000${incarnation}`;
     const known = (at: number) => {
       const place = placeOf(runId, incarnation, `${path}#${at}`);
       const hit = this.cache.at(elements, at, place);
-      if (hit !== undefined) return hit;
+      if (hit !== undefined && sealedHeader(hit.sealed) === header) return hit;
       const read = this.opened.at(run, `${path}#${at}`, elements, at);
-      if (read === undefined) return undefined;
+      if (read === undefined || sealedHeader(read.sealed) !== header) return undefined;
       // Equal to what was read: the stored group again, known by these objects from now on.
       const group = { ...read, place };
       this.cache.set(group);

@@ -21,6 +21,14 @@ export function isSealed(value: unknown): value is string {
   return typeof value === 'string' && value.startsWith(sealedPrefix);
 }
 
+/**
+ * What an encoded payload begins with up to its data, `cairn:1:<steps>:`: which codecs and keys wrote it. Two
+ * payloads with the same header were encoded the same way.
+ */
+export function sealedHeader(sealed: string): string {
+  return sealed.slice(0, sealed.indexOf(':', sealedPrefix.length) + 1);
+}
+
 /** Options of a `PayloadSealer` (and of `protectPayloads`). */
 export interface SealerOptions {
   /** The steps new payloads go through, in order: `[deflateCodec(), aesGcmCodec(...)]`. */
