@@ -54,6 +54,9 @@ class GroupCache {
   }
 }
 
+/** The longest one-element array (as JSON) kept in a snapshot's body. */
+const smallArrayChars = 512;
+
 const placeOf = (runId: string, incarnation: string, position: string) =>
   `${runId}\u0000${incarnation}\u0000${position}`;
 
@@ -108,7 +111,9 @@ export class SnapshotSealer {
     const walk = (value: JsonValue, path: string[]): JsonValue => {
       if (Array.isArray(value)) {
         if (value.length === 0 || path.length === 0) return value;
-        arrays.push([JSON.stringify(path), value]);
+        const key = JSON.stringify(path);
+        if (this.staysInBody(value, runId, incarnation, key)) return value;
+        arrays.push([key, value]);
         return [];
       }
       if (value === null || typeof value !== 'object') return value;
@@ -137,6 +142,23 @@ export class SnapshotSealer {
       body: sealedBody,
       items,
     } satisfies SealedSnapshot;
+  }
+
+  /**
+   * A one-element array that is small and not already a group stays in the body: a payload of its own would cost
+   * a header, an IV and a tag, and a cipher, at every checkpoint that writes it (a trip's pending calls, a
+   * conversation's first message). An array that grows becomes groups at its second element.
+   */
+  private staysInBody(
+    elements: readonly JsonValue[],
+    runId: string,
+    incarnation: string,
+    path: string,
+  ): boolean {
+    if (elements.length !== 1) return false;
+    if (this.cache.at(elements, 0, placeOf(runId, incarnation, `${path}#0`)) !== undefined)
+      return false;
+    return JSON.stringify(elements).length <= smallArrayChars;
   }
 
   /**

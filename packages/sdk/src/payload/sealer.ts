@@ -1,4 +1,5 @@
 import { CairnError } from '../errors.js';
+import { decodeBase85, encodeBase85 } from './base85.js';
 import type { JsonValue } from '../json.js';
 import {
   payloadContext,
@@ -8,7 +9,7 @@ import {
   type PayloadKind,
 } from './codec.js';
 
-/** What every encoded payload begins with: `cairn:1:<steps>:<base64>`, steps as `name` or `name@keyId`. */
+/** What every encoded payload begins with: `cairn:1:<steps>:<base85>`, steps as `name` or `name@keyId`. */
 export const sealedPrefix = 'cairn:1:';
 
 const namePattern = /^[a-z0-9-]{1,40}$/;
@@ -90,7 +91,7 @@ export class PayloadSealer {
       data = encoded.data;
       names.push(encoded.keyId === undefined ? codec.name : `${codec.name}@${encoded.keyId}`);
     }
-    return `${sealedPrefix}${names.join('+')}:${Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64')}`;
+    return `${sealedPrefix}${names.join('+')}:${encodeBase85(data)}`;
   }
 
   /**
@@ -113,7 +114,11 @@ export class PayloadSealer {
     if (colon < 0 || parsed.some((match) => match === null)) {
       throw new PayloadUnreadableError(context, 'malformed', 'it is not an encoded payload');
     }
-    let data: Uint8Array = Buffer.from(rest.slice(colon + 1), 'base64');
+    const bytes = decodeBase85(rest.slice(colon + 1));
+    if (bytes === undefined) {
+      throw new PayloadUnreadableError(context, 'malformed', 'its data is not base-85 text');
+    }
+    let data: Uint8Array = bytes;
     for (const match of parsed.reverse()) {
       const [, name, keyId] = match!;
       const codec = this.byName.get(name!);

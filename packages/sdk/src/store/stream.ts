@@ -65,7 +65,7 @@ export const maxStreamRead = 10_000;
 export const maxStreamName = 200;
 /** The longest text one chunk carries: a runtime coalesces deltas into chunks far smaller than this. */
 export const maxStreamText = 64_000;
-/** The longest encoded part (`sealed`): a part of the largest size, deflated or not, encrypted and in base64. */
+/** The longest encoded part (`sealed`): a part of the largest size, deflated or not, encrypted and in base 85. */
 export const maxSealedStreamData = 600_000;
 
 /**

@@ -174,11 +174,16 @@ export function corruptionTests(ctx: ConformanceContext): void {
 
 /**
  * Runs an agent whose first trip refunds (a tool that must never run twice) until its process dies as the
- * second trip's model call starts; its lease is then given back, as a takeover would find it. The dying attempt
- * holds the store's short lease, which a loaded machine can lose before the crash point: then it starts again
- * on a new run (up to five times): what is tested is the resume of the corrupted run.
+ * second trip's model call starts (with `trips: 2`, the third's, after a second refund); its lease is then given
+ * back, as a takeover would find it. The dying attempt holds the store's short lease, which a loaded machine can
+ * lose before the crash point: then it starts again on a new run (up to five times): what is tested is the
+ * resume of the corrupted run.
  */
-export async function stoppedAtSecondTrip(ctx: ConformanceContext, store: DurableStore) {
+export async function stoppedAtSecondTrip(
+  ctx: ConformanceContext,
+  store: DurableStore,
+  { trips = 1 }: { trips?: 1 | 2 } = {},
+) {
   let died: unknown;
   for (let attempt = 1; attempt <= 5; attempt += 1) {
     const refunds: Record<string, number> = {};
@@ -207,7 +212,7 @@ export async function stoppedAtSecondTrip(ctx: ConformanceContext, store: Durabl
       .execute('refund r1 and r2', {
         runId,
         onBoundary: (boundary) => {
-          if (boundary.point === 'effect.before' && boundary.effectId === 'trip-1/model')
+          if (boundary.point === 'effect.before' && boundary.effectId === `trip-${trips}/model`)
             throw new SimulatedCrash(boundary);
         },
       })

@@ -50,6 +50,7 @@ const tamperings: Tampering[] = [
     tamper(raw, victim) {
       const snapshot = structuredClone(victim.run.snapshot) as Sealed;
       const messages = snapshot.items[conversationOf(snapshot)]!;
+      expect(messages.length).toBeGreaterThanOrEqual(2);
       [messages[0], messages[1]] = [messages[1]!, messages[0]!];
       return rewrite(raw, victim, snapshot);
     },
@@ -146,8 +147,9 @@ export function describePayloadTampering(name: string, factory: StoreHarnessFact
     for (const tampering of tamperings) {
       it(`refuses to resume a run with ${tampering.name} (${tampering.reason}): nothing runs, rows as left`, async () => {
         const { raw, store } = await stores();
-        const victim = await stoppedAtSecondTrip(ctxWith(ctx, store), store);
-        const donor = await stoppedAtSecondTrip(ctxWith(ctx, store), store);
+        // Two trips done: its conversation is two groups (the messages each checkpoint added).
+        const victim = await stoppedAtSecondTrip(ctxWith(ctx, store), store, { trips: 2 });
+        const donor = await stoppedAtSecondTrip(ctxWith(ctx, store), store, { trips: 2 });
         await tampering.tamper(
           raw,
           (await raw.load(victim.runId))!,
@@ -166,7 +168,7 @@ export function describePayloadTampering(name: string, factory: StoreHarnessFact
         expect(error, String(error)).toBeInstanceOf(PayloadUnreadableError);
         expect((error as PayloadUnreadableError).code).toBe('PAYLOAD_UNREADABLE');
         expect((error as PayloadUnreadableError).reason).toBe(tampering.reason);
-        expect(victim.refunds).toEqual({ r1: 1 });
+        expect(victim.refunds).toEqual({ r1: 1, r2: 1 });
         const after = (await raw.load(victim.runId))!;
         expect(after.run.status).toBe('running');
         expect(after.run.snapshot).toEqual(tampered.run.snapshot);
