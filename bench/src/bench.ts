@@ -17,6 +17,7 @@ import { memoryRow } from './rows/memory.js';
 import { perStepRow } from './rows/per-step.js';
 import { plannerRow } from './rows/planner.js';
 import { redisClaimPollRow } from './rows/redis-claim-poll.js';
+import { rotationRow } from './rows/rotation.js';
 import { takeoverRow } from './rows/takeover.js';
 import { streamingRow } from './rows/streaming.js';
 import { throughputRow } from './rows/throughput.js';
@@ -41,6 +42,7 @@ export const rowBuilders: ReadonlyArray<{
   { key: 'redis_claim_poll', title: '12. Redis claim poll', build: redisClaimPollRow },
   { key: 'streaming', title: '13. Streaming', build: streamingRow },
   { key: 'codec', title: '14. Payload codec', build: codecRow },
+  { key: 'rotation', title: '15. Key rotation', build: rotationRow },
 ];
 
 /** Options of `runBench`. */

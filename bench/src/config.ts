@@ -36,6 +36,8 @@ export interface BenchConfig {
   claimPoll: { runs: number; polls: number };
   /** Pairs of halves without and with the payload codec (off, on), each `runs` sequential runs of `trips`. */
   codec: { pairs: number; runs: number; trips: number };
+  /** Stored runs whose payload key is rotated while `inFlight` runs of `trips` go on; runs moved at a time. */
+  rotation: { storedRuns: number; inFlight: number; trips: number; concurrency: number };
 }
 
 export const fullConfig: BenchConfig = {
@@ -65,6 +67,7 @@ export const fullConfig: BenchConfig = {
   planner: { sizes: [100, 1_000, 10_000] },
   claimPoll: { runs: 10_000, polls: 5 },
   codec: { pairs: 5, runs: 50, trips: 10 },
+  rotation: { storedRuns: 100_000, inFlight: 250, trips: 10, concurrency: 32 },
 };
 
 export const quickConfig: BenchConfig = {
@@ -93,4 +96,5 @@ export const quickConfig: BenchConfig = {
   planner: { sizes: [100, 1_000] },
   claimPoll: { runs: 500, polls: 2 },
   codec: { pairs: 1, runs: 3, trips: 10 },
+  rotation: { storedRuns: 300, inFlight: 20, trips: 3, concurrency: 16 },
 };

@@ -36,6 +36,11 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
   const codecWal = medianOf(report, 'codec', 'pg.wal_ratio');
   const codecStored = medianOf(report, 'codec', 'pg.stored_ratio');
   const codecBarText = `<= ${codecBar.toFixed(2)}`;
+  // Key rotation (issue #34): every run readable with the new key alone, no in-flight run failed.
+  const rotationLost =
+    medianOf(report, 'rotation', 'unreadable_after') +
+    medianOf(report, 'rotation', 'in_flight_failures') +
+    medianOf(report, 'rotation', 'pass_unreadable');
   return [
     {
       key: 'per_step_vs_limit',
@@ -141,6 +146,12 @@ export function computeRatios(rows: Row[], drainSetups: readonly DrainSetup[]): 
       label: 'codec: store-pg row bytes per trip, on / off (median of pairs)',
       value: codecStored,
       target: { text: codecBarText, met: codecStored <= codecBar },
+    },
+    {
+      key: 'rotation_lost',
+      label: 'key rotation: runs unreadable or failed (unreadable after k1 retired + in flight failed)',
+      value: rotationLost,
+      target: { text: '0', met: rotationLost === 0 },
     },
   ];
 }
