@@ -221,3 +221,4 @@ export {
   replaceStrings,
   type KeptSignalPayload,
 } from './store/payload-rewrite.js';
+export { listPages } from './store/list-pages.js';

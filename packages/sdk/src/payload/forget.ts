@@ -1,6 +1,7 @@
 import { LeaseHeldError } from '../errors.js';
 import { checkRunId, checkSubject } from '../run-id.js';
 import type { DurableStore, RunRecord } from '../store/contract.js';
+import { listPages } from '../store/list-pages.js';
 import type { ForgetOptions, ForgetReport, ForgetTarget } from '../store/forget-types.js';
 import { storedSubject } from './sealed-snapshot.js';
 import type { PayloadSealer } from './sealer.js';
@@ -25,13 +26,20 @@ export async function forget(
   const deleted: string[] = [];
   const asked = new Set<string>();
   for (;;) {
-    const runs: RunRecord[] =
-      runId !== undefined
-        ? [(await raw.load(runId))?.run].filter((run) => run !== undefined)
-        : // A child run holds its root's subject and goes with it.
-          (await raw.list()).filter(
+    const runs: RunRecord[] = [];
+    if (runId !== undefined) {
+      const stored = await raw.load(runId);
+      if (stored !== undefined) runs.push(stored.run);
+    } else {
+      // A page at a time: the runs of every subject are read to find this one's. A child run holds its root's
+      // subject and goes with it.
+      for await (const page of listPages(raw))
+        runs.push(
+          ...page.filter(
             (run) => run.rootRunId === null && storedSubject(run.snapshot) === subject,
-          );
+          ),
+        );
+    }
     const remaining: string[] = [];
     for (const run of runs) {
       try {

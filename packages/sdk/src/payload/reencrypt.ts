@@ -1,6 +1,7 @@
-import { CairnError, RunNotFoundError } from '../errors.js';
+import { CairnError } from '../errors.js';
 import type { JsonValue } from '../json.js';
-import type { DurableStore, RunFilter, RunRecord } from '../store/contract.js';
+import type { DurableStore } from '../store/contract.js';
+import { listPages } from '../store/list-pages.js';
 import type { ReencryptOptions, ReencryptReport } from '../store/reencrypt-types.js';
 import type { StreamChunk } from '../store/stream.js';
 import { PayloadUnreadableError, type PayloadContext } from './codec.js';
@@ -56,7 +57,7 @@ export async function reencrypt(
     unreadable: [],
     complete: false,
   };
-  const pages = listAll(raw, reencryptOptions.filter ?? {}, pageSize);
+  const pages = listPages(raw, reencryptOptions.filter ?? {}, pageSize);
   for await (const page of pages) {
     let next = 0;
     const worker = async () => {
@@ -72,37 +73,6 @@ export async function reencrypt(
   }
   report.complete = true;
   return report;
-}
-
-/**
- * Every run the filter matches, a page at a time. A page's last run deleted before the next page is read (a
- * prune) is stepped over by the run before it; with every run of the page gone, the listing starts again from
- * the first run (the runs already moved cost a read each).
- */
-async function* listAll(
-  raw: DurableStore,
-  filter: Omit<RunFilter, 'limit' | 'after'>,
-  pageSize: number,
-): AsyncGenerator<RunRecord[]> {
-  let previous: RunRecord[] = [];
-  for (;;) {
-    let page: RunRecord[] | undefined;
-    for (let i = previous.length - 1; page === undefined; i -= 1) {
-      const after = i >= 0 ? previous[i]!.runId : undefined;
-      try {
-        page = await raw.list({
-          ...filter,
-          limit: pageSize,
-          ...(after === undefined ? {} : { after }),
-        });
-      } catch (error) {
-        if (!(error instanceof RunNotFoundError) || after === undefined) throw error;
-      }
-    }
-    if (page.length === 0) return;
-    yield page;
-    previous = page;
-  }
 }
 
 /** Moves one run's payloads; adds what it did to `report`. */
