@@ -38,6 +38,7 @@ export type {
   Usage,
 } from './model.js';
 export { defineTool } from './tool.js';
+export { redactedMark, redactFields } from './redact.js';
 export type { AnyTool, Tool, ToolArgs, ToolConfig, ToolContext } from './tool.js';
 export { defineAgent } from './agent/define-agent.js';
 export type { Agent, AgentConfig, AgentOutput, AgentResult } from './agent/define-agent.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CairnError, isCairnError, thrownMessage } from './errors.js';
 import { storableJson, type JsonObject, type JsonValue } from './json.js';
 import type { ToolSpec } from './model.js';
+import { redactFields } from './redact.js';
 import type { PerformCommand, RetryPolicy } from './runtime/step-function.js';
 
 /** What a tool's `execute` receives besides its arguments. */
@@ -52,6 +53,14 @@ export interface ToolConfig<Schema extends z.ZodType, Result, Name extends strin
    * @defaultValue 60000
    */
   timeoutMs?: number;
+  /**
+   * Fields of the result no one should keep (a card number, a token): their names or dotted paths, masked as
+   * `'[redacted]'` wherever they are (`redactFields`), or a function from the result to what the run keeps. The
+   * run only ever sees the redacted result: it is what is journaled, put in the conversation and the run's history,
+   * streamed, and shown to the model, so nothing of the rest is ever written, and a run resumed after a crash sees
+   * what it saw. The arguments, the model's own words, are not redacted (encrypt them: `protectPayloads`).
+   */
+  redact?: readonly string[] | ((result: Result) => unknown);
 }
 
 /** A tool an agent can call. Its result must be JSON. `Name` is its name as a literal type, when known. */
@@ -99,8 +108,18 @@ export function defineTool<Schema extends z.ZodType, Result, const Name extends 
     idempotent: config.idempotent ?? false,
     retry: config.retry,
     timeoutMs,
-    execute: config.execute,
+    execute: redacting(config),
   };
+}
+
+/** The tool's `execute`, its result redacted as `config.redact` says before the run sees it. */
+function redacting<Schema extends z.ZodType, Result, Name extends string>(
+  config: ToolConfig<Schema, Result, Name>,
+): ToolConfig<Schema, Result, Name>['execute'] {
+  const { redact, execute } = config;
+  if (redact === undefined) return execute;
+  const redactResult = typeof redact === 'function' ? redact : redactFields(redact);
+  return async (args, context) => redactResult(await execute(args, context)) as Result;
 }
 
 /** The command fields every call of a tool carries: whether it may run again, its retries, its timeout. */
