@@ -93,6 +93,8 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
   const opened = openStore(ctx, schema, 40);
   try {
     const v1 = protectPayloads(opened.store, codecOf({ k1 }, 'k1'));
+    // The deploy's first step gave every process k2 to read: an old process writes k1, a new one k2.
+    const old = protectPayloads(opened.store, codecOf({ k1, k2 }, 'k1'));
     const v2 = protectPayloads(opened.store, codecOf({ k1, k2 }, 'k2'));
     const only2 = protectPayloads(opened.store, codecOf({ k2 }, 'k2'));
 
@@ -105,26 +107,47 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
     const seedMs = now() - seeding;
 
     ctx.log(
-      `rotation: ${inFlight} runs in flight under k1+k2 while reencrypt moves the stored runs`,
+      `rotation: ${inFlight} runs kept in flight (old processes writing k1, new ones k2) while reencrypt moves the stored runs`,
     );
-    const agents = [inFlightAgent(v2, trips, false), inFlightAgent(v2, trips, true)] as const;
+    // Lanes of runs one after another, until the pass is done: half run by an old process (writing k1, as one
+    // not yet replaced by the deploy), half by a new one (reading both, writing k2); every tenth is held for a
+    // person's approval, given while the pass runs.
+    const agents = {
+      old: [inFlightAgent(old, trips, false), inFlightAgent(old, trips, true)],
+      new: [inFlightAgent(v2, trips, false), inFlightAgent(v2, trips, true)],
+    } as const;
     let failures = 0;
-    const flying = Array.from({ length: inFlight }, async (_, i) => {
-      const runId = `flying-${i}`;
-      const agent = agents[i % 10 === 0 ? 1 : 0];
-      try {
-        await agent.execute('go', { runId });
-      } catch (error) {
-        if (!(error instanceof RunWaitingError)) throw error;
-        const [call] = pendingApprovals((await v2.load(runId))!.run.wait!.detail);
-        await agent.approve(runId, call!.callId, { argsHash: call!.argsHash, by: 'bench' });
-        await agent.resume(runId);
+    let flown = 0;
+    let passDone = false;
+    let started = 0;
+    const lane = async () => {
+      while (!passDone) {
+        const i = (started += 1);
+        const side = i % 2 === 0 ? 'old' : 'new';
+        const store = side === 'old' ? old : v2;
+        const agent = agents[side][i % 10 === 0 ? 1 : 0];
+        const runId = `flying-${i}`;
+        try {
+          try {
+            await agent.execute('go', { runId });
+          } catch (error) {
+            if (!(error instanceof RunWaitingError)) throw error;
+            const [call] = pendingApprovals((await store.load(runId))!.run.wait!.detail);
+            await agent.approve(runId, call!.callId, { argsHash: call!.argsHash, by: 'bench' });
+            await agent.resume(runId);
+          }
+          flown += 1;
+        } catch {
+          failures += 1;
+        }
       }
-    }).map((run) => run.catch(() => void (failures += 1)));
+    };
+    const flying = Array.from({ length: inFlight }, lane);
     const passing = now();
-    const pass = await v2.reencrypt!({ concurrency });
+    const pass = await v2.reencrypt!({ concurrency }).finally(() => (passDone = true));
     const passMs = now() - passing;
     await Promise.all(flying);
+    // The old processes are gone: a pass moves what they wrote with k1 meanwhile.
     const after = await v2.reencrypt!({ concurrency });
 
     ctx.log('rotation: k1 retired; reading every run with k2 alone');
@@ -164,12 +187,13 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
           '',
           after.payloads,
         ),
+        one('in_flight_runs', 'runs completed in flight during the pass', '', flown),
         one('in_flight_failures', 'in-flight runs that failed', '', failures),
         one('runs_read_after', 'runs read with k2 alone after k1 was retired', '', read),
         one('unreadable_after', 'of them unreadable (bar: 0)', '', unreadable),
       ],
       notes: [
-        `${concurrency} runs re-encoded at a time; the in-flight agent runs ${trips} trips with a 20-50 ms tool, every tenth holding a refund for approval (approved during the pass)`,
+        `${concurrency} runs re-encoded at a time; ${inFlight} runs kept in flight through the pass, half by an old process (writing k1), half by a new one (writing k2): ${trips} trips with a 20-50 ms tool each, every tenth holding a refund for approval (approved during the pass)`,
         'each stored run: 2 trips of about 1 KB of model text, tool arguments and tool result, deflate + AES-256-GCM',
       ],
     };

@@ -12,7 +12,7 @@ import {
   RunWaitingError,
   type DurableStore,
 } from '@cairn/sdk';
-import { scriptedModel } from '@cairn/testing';
+import { createFakeClock, scriptedModel } from '@cairn/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -170,6 +170,31 @@ describe('re-encrypting stored payloads under a new key', () => {
     const only2 = withKeys(raw, { k2 }, 'k2');
     const { stored } = await readAll(only2, 'live');
     expect(stored!.run.status).toBe('waiting');
+  });
+
+  it('ends while runs keep being created: the runs created after it began are left to the next pass', async () => {
+    // The store's clock says when each run was created: the runs made during the pass, after it began.
+    const clock = createFakeClock({ now: 1_000_000 });
+    const raw = memoryStore({ clock });
+    const old = withKeys(raw, { k1 }, 'k1');
+    const created = async (runId: string) =>
+      old.create({ runId, kind: 'agent', name: 'n', signature: 's', snapshot: { note: runId } });
+    for (let i = 0; i < 5; i += 1) await created(`before-${i}`);
+    const v2 = withKeys(raw, { k1, k2 }, 'k2');
+    // Each page read, another run is created by a process still writing k1: without a bound, the pass would
+    // chase them for ever.
+    let made = 0;
+    const began = clock.now();
+    await clock.advance(1);
+    const report = await v2.reencrypt!({
+      pageSize: 1,
+      createdBefore: began + 1,
+      onProgress: () => void created(`during-${(made += 1)}`),
+    });
+    expect(report).toMatchObject({ runs: 5, rewritten: 5, complete: true });
+    expect(made).toBeGreaterThanOrEqual(5);
+    expect(await rowsOf(raw, 'during-1')).toContain('@k1:');
+    expect((await v2.reencrypt!()).rewritten).toBeGreaterThanOrEqual(made);
   });
 
   it('reports a run it cannot read, and moves the others', async () => {

@@ -57,8 +57,11 @@ export async function reencrypt(
     unreadable: [],
     complete: false,
   };
+  const createdBefore = reencryptOptions.createdBefore ?? Date.now() + 60_000;
   const pages = listPages(raw, reencryptOptions.filter ?? {}, pageSize);
-  for await (const page of pages) {
+  for await (const listed of pages) {
+    // Oldest first: past the first run created too late, every run is.
+    const page = listed.filter((run) => run.createdAt < createdBefore);
     let next = 0;
     const worker = async () => {
       while (next < page.length) {
@@ -70,6 +73,7 @@ export async function reencrypt(
     await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
     reencryptOptions.onProgress?.({ ...report, unreadable: [...report.unreadable] });
     if (reencryptOptions.signal?.aborted === true) return report;
+    if (page.length < listed.length) break;
   }
   report.complete = true;
   return report;

@@ -9,6 +9,12 @@ export interface ReencryptOptions {
   concurrency?: number;
   /** Runs listed at a time. @defaultValue 500 */
   pageSize?: number;
+  /**
+   * Only runs created before this time (ms since the epoch, as `RunRecord.createdAt`): a pass ends even while
+   * runs keep being created. A run created later was written by a process already deployed, with the current key,
+   * or is left to the next pass. @defaultValue a minute after the pass began (room for the store's clock)
+   */
+  createdBefore?: number;
   /** Called after each page, with the counts so far. */
   onProgress?(report: ReencryptReport): void;
   /** Stops after the page under way: the report says how far it got. */
