@@ -65,6 +65,17 @@ describe('the encrypted view of runs', () => {
     });
   });
 
+  it('shows an output its definition keeps in plaintext as it is, the rest of the run hidden', async () => {
+    const store = memoryStore();
+    const writer = protectPayloads(store, { codec, plaintext: { vault: ['output'] } });
+    const { completed } = await seedEncryptedRuns(writer);
+    const shown = (await hideEncryptedPayloads(store).load(completed))!.run;
+    expect(shown.output).toBe((await writer.load(completed))!.run.output);
+    expect(JSON.stringify(shown.output)).toContain(markerPrefix);
+    expect(JSON.stringify(shown.snapshot)).not.toContain(markerPrefix);
+    expect(JSON.stringify(shown)).not.toContain(sealedPrefix);
+  });
+
   it('leaves a plaintext run as it is, not marked encrypted', async () => {
     const plain = memoryStore();
     await plain.create({

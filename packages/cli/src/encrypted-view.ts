@@ -6,6 +6,7 @@
  */
 import {
   isSealed,
+  plainKey,
   sealedErrorMessage,
   sealedSnapshotMark,
   type JournalEntry,
@@ -71,9 +72,18 @@ export function hideRecordPayloads(record: RunRecord): RunRecord {
     snapshot: hideSnapshot(record.snapshot),
     wait: record.wait === null ? null : hideWait(record.wait),
   };
-  if (record.output !== undefined) hidden.output = hideSealed(record.output);
+  if (record.output !== undefined) hidden.output = hideOutput(record.output);
   if (record.error !== undefined) hidden.error = hideError(record.error);
   return hidden;
+}
+
+/**
+ * An output as it shows: one its definition keeps in plaintext (`ProtectOptions.plaintext`) as its value (its check
+ * needs the codec, which this command has not got), any other encoded one as "(encrypted)".
+ */
+function hideOutput(output: JsonValue): JsonValue {
+  if (isObject(output) && plainKey in output) return output[plainKey] ?? null;
+  return hideSealed(output);
 }
 
 /** A loaded run, its journal and its mailbox with each encoded payload shown as "(encrypted)". */

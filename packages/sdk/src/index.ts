@@ -207,7 +207,8 @@ export type {
 } from './payload/codec.js';
 export { isSealed, PayloadSealer, sealedPrefix } from './payload/sealer.js';
 export type { SealerOptions } from './payload/sealer.js';
-export { sealedErrorMessage } from './payload/sealed-parts.js';
+export { plainKey, sealedErrorMessage } from './payload/sealed-parts.js';
+export type { PlaintextField } from './payload/sealed-parts.js';
 export { sealedSnapshotMark } from './payload/sealed-snapshot.js';
 export { isProtectedStore, protectPayloads } from './payload/protected-store.js';
 export type { ProtectOptions } from './payload/protected-store.js';

@@ -78,7 +78,7 @@ export function protectPayloads<Store extends DurableStore>(
       snapshot: await protector.sealSnapshot(checkpoint.snapshot, runId, incarnation),
     };
     if (checkpoint.output !== undefined)
-      sealed.output = await protector.sealValue(checkpoint.output, runId, incarnation, 'output');
+      sealed.output = await protector.sealOutput(checkpoint.output, runId, incarnation);
     if (checkpoint.error !== undefined)
       sealed.error = await protector.sealError(checkpoint.error, runId, incarnation);
     if (checkpoint.wait !== undefined)
@@ -90,9 +90,10 @@ export function protectPayloads<Store extends DurableStore>(
   // Whose data a run holds, read from its stored snapshot when this store has not read or written it yet: what
   // is written for it must be encrypted for that subject, never under the shared key by mistake.
   const subjectFor = async (runId: string): Promise<string | undefined> => {
-    if (!protector.knowsSubject(runId)) {
+    if (!protector.knowsSubject(runId) || !protector.knowsDefinition(runId)) {
       const stored = await store.load(runId);
       protector.learnSubject(runId, storedSubject(stored?.run.snapshot ?? null) ?? null);
+      if (stored !== undefined) protector.learnDefinition(runId, stored.run.name);
     }
     return protector.subjectOf(runId);
   };
@@ -123,6 +124,7 @@ export function protectPayloads<Store extends DurableStore>(
       const subject =
         given ?? (run.parent === undefined ? undefined : await subjectFor(run.parent.runId));
       protector.learnSubject(run.runId, subject ?? null);
+      protector.learnDefinition(run.runId, run.name);
       const sealed: NewRun = {
         ...rest,
         snapshot:

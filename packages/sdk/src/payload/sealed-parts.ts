@@ -1,6 +1,6 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { CairnError, type SerializedError } from '../errors.js';
-import type { JsonObject, JsonValue } from '../json.js';
+import { canonicalJson, type JsonObject, type JsonValue } from '../json.js';
 import type { JournalEntry, RunRecord, StoredRun } from '../store/contract.js';
 import { decisionSignal, type StandingDecision } from '../store/decisions.js';
 import { checkStreamChunks, type StreamChunk } from '../store/stream.js';
@@ -18,6 +18,26 @@ export interface ProtectOptions extends SealerOptions {
    * hash stored with its wait.
    */
   argsHashKey?: Uint8Array | string;
+  /**
+   * What each definition (by name) keeps in plaintext, to be read and searched without the codec: `'output'`,
+   * the run's result. Such a value is stored as it is, beside a check encoded for its place (its run and
+   * incarnation), so it cannot be changed or copied from another run unseen; a reader needs no setting to read
+   * it. Everything else stays encoded. @defaultValue nothing
+   */
+  plaintext?: Readonly<Record<string, readonly PlaintextField[]>>;
+}
+
+/** What a definition may keep in plaintext (`ProtectOptions.plaintext`). */
+export type PlaintextField = 'output';
+
+/** Where a plaintext payload keeps its value, beside the check of it encoded for its place. */
+export const plainKey = 'cairn:plain';
+
+/** What a plaintext payload's check encodes: the SHA-256 of its canonical JSON. */
+function plainDigest(value: JsonValue | undefined): string {
+  return createHash('sha256')
+    .update(canonicalJson(value ?? null), 'utf8')
+    .digest('hex');
 }
 
 /** Where a sealed error, wait detail or signal field keeps its encoded payload. */
@@ -38,10 +58,14 @@ export class PayloadProtector {
 
   /** Whose data each run read or written here holds (null: nobody's), most recent last. */
   private readonly subjects = new Map<string, string | null>();
+  /** The definition name of each run read or written here, most recent last. */
+  private readonly definitions = new Map<string, string>();
+  private readonly plaintext: ProtectOptions['plaintext'];
 
   /** `sealer`: one of the caller's making (re-encryption records what it opens). */
   constructor(options: ProtectOptions, sealer: PayloadSealer = new PayloadSealer(options)) {
     this.sealer = sealer;
+    this.plaintext = options.plaintext;
     this.sealer.subjectOf = (runId) => this.subjects.get(runId) ?? undefined;
     this.snapshots = new SnapshotSealer(this.sealer);
     const key = options.argsHashKey;
@@ -79,8 +103,43 @@ export class PayloadProtector {
     return this.snapshots.seal(snapshot, runId, incarnation, this.sealer.subjectOf(runId));
   }
 
-  sealValue(value: JsonValue, runId: string, incarnation: string, kind: 'output'): Promise<string> {
-    return this.sealer.seal(value, this.sealer.context(runId, incarnation, kind));
+  /** A run's output: encoded, or as it is beside its check when its definition keeps it in plaintext. */
+  async sealOutput(value: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
+    const context = this.sealer.context(runId, incarnation, 'output');
+    if (!this.keepsPlain(runId, 'output')) return this.sealer.seal(value, context);
+    return { [plainKey]: value, check: await this.sealer.seal(plainDigest(value), context) };
+  }
+
+  /** A run's output as `sealOutput` stored it; `PayloadUnreadableError` when it, or its check, does not hold. */
+  async openOutput(stored: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
+    const context = this.sealer.context(runId, incarnation, 'output');
+    if (!isObject(stored) || !(plainKey in stored)) return this.sealer.open(stored, context);
+    const check = await this.sealer.open(stored.check, context);
+    if (check !== plainDigest(stored[plainKey])) {
+      throw new PayloadUnreadableError(
+        context,
+        'rejected',
+        'its plaintext does not match its check (changed, or copied from another run or place)',
+      );
+    }
+    return stored[plainKey]!;
+  }
+
+  private keepsPlain(runId: string, field: PlaintextField): boolean {
+    const name = this.definitions.get(runId);
+    return name !== undefined && (this.plaintext?.[name]?.includes(field) ?? false);
+  }
+
+  /** Records which definition a run is of, for what it keeps in plaintext. */
+  learnDefinition(runId: string, name: string): void {
+    this.definitions.delete(runId);
+    this.definitions.set(runId, name);
+    if (this.definitions.size > 50_000)
+      this.definitions.delete(this.definitions.keys().next().value!);
+  }
+
+  knowsDefinition(runId: string): boolean {
+    return this.definitions.has(runId);
   }
 
   /** An error's name, code and retryability stay readable; its message, data and causes are encoded. */
@@ -315,13 +374,12 @@ export class PayloadProtector {
     const { runId, incarnation } = record;
     const subject = storedSubject(record.snapshot);
     this.learnSubject(runId, subject ?? null);
+    this.learnDefinition(runId, record.name);
     const opened: RunRecord = { ...record, ...(subject === undefined ? {} : { subject }) };
     if (record.snapshot !== null)
       opened.snapshot = await this.snapshots.open(record.snapshot, runId, incarnation);
-    if (record.output !== undefined) {
-      const context = this.sealer.context(runId, incarnation, 'output');
-      opened.output = await this.sealer.open(record.output, context);
-    }
+    if (record.output !== undefined)
+      opened.output = await this.openOutput(record.output, runId, incarnation);
     if (record.error !== undefined)
       opened.error = await this.openError(record.error, runId, incarnation);
     if (record.wait !== null) opened.wait = await this.openWait(record.wait, runId, incarnation);
