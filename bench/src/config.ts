@@ -96,5 +96,5 @@ export const quickConfig: BenchConfig = {
   planner: { sizes: [100, 1_000] },
   claimPoll: { runs: 500, polls: 2 },
   codec: { pairs: 1, runs: 3, trips: 10 },
-  rotation: { storedRuns: 300, inFlight: 20, trips: 3, concurrency: 16 },
+  rotation: { storedRuns: 100, inFlight: 10, trips: 2, concurrency: 16 },
 };
