@@ -90,10 +90,10 @@ export function protectPayloads<Store extends DurableStore>(
   // Whose data a run holds, read from its stored snapshot when this store has not read or written it yet: what
   // is written for it must be encrypted for that subject, never under the shared key by mistake.
   const subjectFor = async (runId: string): Promise<string | undefined> => {
-    if (!protector.knowsSubject(runId) || !protector.knowsDefinition(runId)) {
+    if (!protector.knowsRun(runId)) {
       const stored = await store.load(runId);
-      protector.learnSubject(runId, storedSubject(stored?.run.snapshot ?? null) ?? null);
-      if (stored !== undefined) protector.learnDefinition(runId, stored.run.name);
+      const subject = storedSubject(stored?.run.snapshot ?? null) ?? null;
+      protector.learnRun(runId, subject, stored?.run.name);
     }
     return protector.subjectOf(runId);
   };
@@ -123,8 +123,7 @@ export function protectPayloads<Store extends DurableStore>(
       const { subject: given, ...rest } = run;
       const subject =
         given ?? (run.parent === undefined ? undefined : await subjectFor(run.parent.runId));
-      protector.learnSubject(run.runId, subject ?? null);
-      protector.learnDefinition(run.runId, run.name);
+      protector.learnRun(run.runId, subject ?? null, run.name);
       const sealed: NewRun = {
         ...rest,
         snapshot:

@@ -56,17 +56,18 @@ export class PayloadProtector {
   private readonly snapshots: SnapshotSealer;
   private readonly argsHashKey: Buffer | undefined;
 
-  /** Whose data each run read or written here holds (null: nobody's), most recent last. */
-  private readonly subjects = new Map<string, string | null>();
-  /** The definition name of each run read or written here, most recent last. */
-  private readonly definitions = new Map<string, string>();
+  /**
+   * Of each run read or written here, most recent last: whose data it holds (null: nobody's) and its definition's
+   * name (what it keeps in plaintext; unknown for a run that is not stored).
+   */
+  private readonly runs = new Map<string, { subject: string | null; name?: string }>();
   private readonly plaintext: ProtectOptions['plaintext'];
 
   /** `sealer`: one of the caller's making (re-encryption records what it opens). */
   constructor(options: ProtectOptions, sealer: PayloadSealer = new PayloadSealer(options)) {
     this.sealer = sealer;
     this.plaintext = options.plaintext;
-    this.sealer.subjectOf = (runId) => this.subjects.get(runId) ?? undefined;
+    this.sealer.subjectOf = (runId) => this.runs.get(runId)?.subject ?? undefined;
     this.snapshots = new SnapshotSealer(this.sealer);
     const key = options.argsHashKey;
     this.argsHashKey =
@@ -83,20 +84,20 @@ export class PayloadProtector {
     }
   }
 
-  /** Records whose data a run holds, so what is written for it next is encrypted for that subject. */
-  learnSubject(runId: string, subject: string | null): void {
-    this.subjects.delete(runId);
-    this.subjects.set(runId, subject);
-    // Bounded: a run forgotten here is read again (`knowsSubject`) before its next write.
-    if (this.subjects.size > 50_000) this.subjects.delete(this.subjects.keys().next().value!);
+  /** Records whose data a run holds and its definition: what is written for it next is encrypted for that subject, and kept in plaintext where its definition says. */
+  learnRun(runId: string, subject: string | null, name: string | undefined): void {
+    this.runs.delete(runId);
+    this.runs.set(runId, name === undefined ? { subject } : { subject, name });
+    // Bounded: a run forgotten here is read again (`knowsRun`) before its next write.
+    if (this.runs.size > 50_000) this.runs.delete(this.runs.keys().next().value!);
   }
 
-  knowsSubject(runId: string): boolean {
-    return this.subjects.has(runId);
+  knowsRun(runId: string): boolean {
+    return this.runs.has(runId);
   }
 
   subjectOf(runId: string): string | undefined {
-    return this.subjects.get(runId) ?? undefined;
+    return this.runs.get(runId)?.subject ?? undefined;
   }
 
   sealSnapshot(snapshot: JsonValue, runId: string, incarnation: string): Promise<JsonValue> {
@@ -126,20 +127,8 @@ export class PayloadProtector {
   }
 
   private keepsPlain(runId: string, field: PlaintextField): boolean {
-    const name = this.definitions.get(runId);
+    const name = this.runs.get(runId)?.name;
     return name !== undefined && (this.plaintext?.[name]?.includes(field) ?? false);
-  }
-
-  /** Records which definition a run is of, for what it keeps in plaintext. */
-  learnDefinition(runId: string, name: string): void {
-    this.definitions.delete(runId);
-    this.definitions.set(runId, name);
-    if (this.definitions.size > 50_000)
-      this.definitions.delete(this.definitions.keys().next().value!);
-  }
-
-  knowsDefinition(runId: string): boolean {
-    return this.definitions.has(runId);
   }
 
   /** An error's name, code and retryability stay readable; its message, data and causes are encoded. */
@@ -373,8 +362,7 @@ export class PayloadProtector {
   async openRecord(record: RunRecord): Promise<RunRecord> {
     const { runId, incarnation } = record;
     const subject = storedSubject(record.snapshot);
-    this.learnSubject(runId, subject ?? null);
-    this.learnDefinition(runId, record.name);
+    this.learnRun(runId, subject ?? null, record.name);
     const opened: RunRecord = { ...record, ...(subject === undefined ? {} : { subject }) };
     if (record.snapshot !== null)
       opened.snapshot = await this.snapshots.open(record.snapshot, runId, incarnation);
