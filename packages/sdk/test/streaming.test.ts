@@ -239,6 +239,35 @@ describe('a run that streams', () => {
     });
   });
 
+  it('supersedes what a failed try said when the retry begins before any of it was appended', async () => {
+    // CI once saw no marker: the failed try's deltas and the retry's marker were sent in one append, and the
+    // marker was dropped as if nothing of the unit were in the log. Held past the retry, they always are.
+    const store = memoryStore();
+    let calls = 0;
+    const model = scriptedModel([{ text: answer }], {
+      streamPieces: 10,
+      onPiece: ({ index }) => {
+        if (index === 2 && (calls += 1) === 1) {
+          throw new CairnError('MODEL_FAILED', 'the provider dropped the stream', {
+            retryable: true,
+          });
+        }
+      },
+    });
+    const agent = defineAgent({
+      name: 'retrying',
+      model,
+      modelRetry: { maxAttempts: 2, initialDelayMs: 1 },
+      durable: { store, stream: { coalesceChars: 10_000, coalesceMs: 60_000 } },
+    });
+    expect((await agent.execute('go', { runId: 'r' })).output).toBe(answer);
+    const chunks = await chunksOf(store, 'r');
+    const marker = chunks.findIndex((chunk) => chunk.part.type === 'superseded');
+    expect(marker).toBeGreaterThan(0);
+    expect(foldStream(chunks.slice(0, marker)).text).toBe(answer.slice(0, 20));
+    expect(foldStream(chunks).text).toBe(answer);
+  });
+
   it('says how a tool call settled once, after its retries, with no marker: its output, or its error', async () => {
     const store = memoryStore();
     let tries = 0;

@@ -291,11 +291,11 @@ export class RunStream {
         this.marked.add(unit);
         chunks.push({ position: (position += 1), unit, part: { type: 'superseded' }, at });
       }
+      // Said as soon as it has a position: a retry's marker later in this same batch supersedes it.
+      if (part.type !== 'superseded') this.saidUnits.add(unit);
       chunks.push({ position: (position += 1), unit, part, at });
     }
     this.highest = position;
-    for (const chunk of chunks)
-      if (chunk.part.type !== 'superseded') this.saidUnits.add(chunk.unit);
     return chunks;
   }
 
