@@ -10,6 +10,7 @@ import {
   usagePerCall,
   type FailoverLedger,
 } from './failover-ledger.js';
+import { clusterClientView } from './cluster-client-view.js';
 import { noRedisServer } from './redis-server.js';
 import {
   startSixNodeCluster,
@@ -75,6 +76,7 @@ if (noServer !== undefined) {
       let store: RedisStore;
       let client: Cluster;
       const workers: Worker[] = [];
+      const workerClients: Cluster[] = [];
       const ledger: FailoverLedger = createFailoverLedger();
       const prefix = uniquePrefix('failover');
       const runIds = Array.from(
@@ -111,6 +113,7 @@ if (noServer !== undefined) {
       it('completes every run once, with every invariant kept', async () => {
         for (const name of ['worker-a', 'worker-b']) {
           const workerClient = await cluster.open(options);
+          workerClients.push(workerClient);
           const workerStore = redisStore({ client: workerClient, prefix });
           const worker = createWorker({
             store: workerStore,
@@ -231,9 +234,20 @@ if (noServer !== undefined) {
                 },
               ],
         );
-        // When the cluster misbehaved, what each node said of it, before its directories go.
-        if (failures.length > 0 || rejoined !== 'rejoined') console.log(await cluster.diagnose());
-        expect.soft(failures, 'runs that did not complete').toEqual([]);
+        // When the cluster misbehaved, what each node said of it, before its directories go; and, in the
+        // assertion's own message (what a truncated report keeps), each node and each client in a line.
+        let why = '';
+        if (failures.length > 0 || rejoined !== 'rejoined') {
+          console.log(await cluster.diagnose());
+          const slot = slots.get(failures[0]?.runId ?? victimRuns[0] ?? runIds[0]!)!;
+          why = [
+            '',
+            await cluster.summary(),
+            `test client: ${clusterClientView(client, slot)}`,
+            ...workerClients.map((each, i) => `worker ${i}: ${clusterClientView(each, slot)}`),
+          ].join('\n');
+        }
+        expect.soft(failures, `runs that did not complete${why}`).toEqual([]);
 
         // No completed run changes status.
         expect.soft(leftCompleted, 'completed runs later seen in another status').toEqual([]);

@@ -40,6 +40,8 @@ export interface SixNodeCluster {
   reshard(options: { from: number; to: number; slots: number }): Promise<void>;
   /** What each node says of the cluster, and the end of its log: for a test that failed, to say why. */
   diagnose(): Promise<string>;
+  /** A line per node: running or not, its role, config epoch, slot count, `cluster_state` and replication link. */
+  summary(): Promise<string>;
   /** Stops every node, closes every client, deletes every data directory. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -220,12 +222,34 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
     }
     return lines.join('\n');
   };
+  const summary = async () => {
+    const lines: string[] = [];
+    for (const node of nodes) {
+      if (!alive().includes(node)) {
+        lines.push(`${node.port}: not running`);
+        continue;
+      }
+      const view = await ask(node.port, 'CLUSTER', 'NODES');
+      const own = view?.split('\n').find((line) => line.includes('myself'));
+      const [, , flags, master, , , epoch, link, ...slots] = own?.split(' ') ?? [];
+      const info = await ask(node.port, 'CLUSTER', 'INFO');
+      const replication = await ask(node.port, 'INFO', 'replication');
+      lines.push(
+        `${node.port}: ${flags ?? 'no answer'} of ${master ?? '?'} epoch ${epoch ?? '?'} ${link ?? ''}` +
+          ` slots ${slots.filter((field) => !field.startsWith('[')).join(',') || 'none'}` +
+          ` ${/cluster_state:\w+/.exec(info ?? '')?.[0] ?? 'no state'}` +
+          ` ${/master_link_status:\w+/.exec(replication ?? '')?.[0] ?? ''}`,
+      );
+    }
+    return lines.join('\n');
+  };
   const waitUntil = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
     const deadline = Date.now() + ms;
     while (!(await check())) {
       if (Date.now() > deadline)
+        // The short view last: a report that keeps only the end of a long message still shows it.
         throw new Error(
-          `the cluster did not reach: ${what} (${await states()})\n${await diagnose()}`,
+          `the cluster did not reach: ${what} (${await states()})\n${await diagnose()}\nin short:\n${await summary()}`,
         );
       await sleep(50);
     }
@@ -358,6 +382,7 @@ export async function startSixNodeCluster(): Promise<SixNodeCluster> {
       ]);
     },
     diagnose,
+    summary,
     stop,
   };
 }
