@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { aesGcmCodec, deflateCodec, PayloadSealer, protectPayloads } from '@cairn/sdk';
+import { redisKeyring } from '@cairn/store-redis';
 import { createClient } from '@cairn/worker';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useProcessBackends, type WorkerProcess } from './fixtures/process-backends.js';
-import { redisKeyring } from './fixtures/redis-keyring.js';
 import { relayAgent } from './fixtures/waiting-agents.js';
 
 // Issue 34: forgetting a subject while 250 runs are in flight across three worker processes that share a key
@@ -29,7 +29,7 @@ describe('forgetting a subject with 250 runs in flight on three worker processes
       aesGcmCodec({
         keys: { k1: key },
         current: 'k1',
-        subjects: redisKeyring(redis, keyringPrefix),
+        subjects: redisKeyring({ client: redis, prefix: keyringPrefix }),
       }),
     ];
     const client = createClient({ store: protectPayloads(backend.store, { codec }) });
@@ -104,10 +104,7 @@ describe('forgetting a subject with 250 runs in flight on three worker processes
     expect(
       linesFor(workers, bob).filter((l) => l.type === 'failed' || l.type === 'skipped'),
     ).toEqual([]);
-    await redis.del(
-      `${keyringPrefix}:subject-key-ids`,
-      `${keyringPrefix}:subject-keys`,
-      `${keyringPrefix}:forgotten`,
-    );
+    const tag = `{${keyringPrefix}:keyring}`;
+    await redis.del(`${tag}:ids`, `${tag}:keys`, `${tag}:forgotten`);
   });
 });

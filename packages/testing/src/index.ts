@@ -12,6 +12,8 @@ export type {
 // conformance suite and postgres helper
 export { describeStoreConformance } from './conformance/describe-store-conformance.js';
 export { describePayloadTampering } from './conformance/payload-tamper-tests.js';
+export { describeKeyringConformance } from './conformance/keyring-tests.js';
+export type { KeyringHarness, KeyringHarnessFactory } from './conformance/keyring-tests.js';
 export type {
   StoreConformanceOptions,
   StoreHarness,
