@@ -108,6 +108,40 @@ describe('forgetting a subject', () => {
     ).rejects.toMatchObject({ code: 'SUBJECT_FORGOTTEN' });
   });
 
+  it('reads the run list once, then waits only on the subject’s runs still held', async () => {
+    // At production size the list is every run of every subject: read again every 200 ms while one live run
+    // finishes its tool call, forgetting one person would read the whole table over and over.
+    const { raw, codec } = world();
+    let listed = 0;
+    const counted: DurableStore = Object.assign(Object.create(raw) as DurableStore, {
+      list: async (...args: Parameters<DurableStore['list']>) => {
+        const page = await raw.list(...args);
+        listed += page.length;
+        return page;
+      },
+    });
+    const store = protectPayloads(counted, { codec });
+    for (let i = 0; i < 5; i += 1)
+      await agent(store).execute(`Bob ${i}`, { runId: `bob-${i}`, subject: 'bob' });
+    await agent(store).execute('Alice’s record', { runId: 'alice-1', subject: 'alice' });
+    let open!: () => void;
+    const live = agent(store, new Promise<void>((resolve) => (open = resolve)))
+      .execute('Alice, live', { runId: 'alice-live', subject: 'alice' })
+      .catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    listed = 0;
+    const forgetting = store.forget!({ subject: 'alice' }, { timeoutMs: 10_000 });
+    setTimeout(() => open(), 700);
+    const report = await forgetting;
+    expect(report.deleted.sort()).toEqual(['alice-1', 'alice-live']);
+    expect(report.remaining).toEqual([]);
+    // Stopped by the cancel forget asked for, or at its next write for a forgotten subject.
+    expect(await live).toBeInstanceOf(CairnError);
+    // Each of the 7 stored runs read once.
+    expect(listed).toBe(7);
+    for (let i = 0; i < 5; i += 1) expect(await raw.load(`bob-${i}`)).toBeDefined();
+  });
+
   it('gives a child run its parent’s subject, forgets one run by id, and refuses a store without a codec', async () => {
     const { raw, store } = world();
     await agent(store).execute('Bob', { runId: 'bob-1', subject: 'bob' });

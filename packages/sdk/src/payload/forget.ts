@@ -25,21 +25,21 @@ export async function forget(
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   const deleted: string[] = [];
   const asked = new Set<string>();
+  // The runs to delete, found once: no run is made for a subject once its keys are gone (a create, a child's
+  // included, needs them), so later passes only wait on the runs still held, never read the list again.
+  let runs: RunRecord[] = [];
+  if (runId !== undefined) {
+    const stored = await raw.load(runId);
+    if (stored !== undefined) runs.push(stored.run);
+  } else {
+    // A page at a time: the runs of every subject are read to find this one's. A child run holds its root's
+    // subject and goes with it.
+    for await (const page of listPages(raw))
+      runs.push(
+        ...page.filter((run) => run.rootRunId === null && storedSubject(run.snapshot) === subject),
+      );
+  }
   for (;;) {
-    const runs: RunRecord[] = [];
-    if (runId !== undefined) {
-      const stored = await raw.load(runId);
-      if (stored !== undefined) runs.push(stored.run);
-    } else {
-      // A page at a time: the runs of every subject are read to find this one's. A child run holds its root's
-      // subject and goes with it.
-      for await (const page of listPages(raw))
-        runs.push(
-          ...page.filter(
-            (run) => run.rootRunId === null && storedSubject(run.snapshot) === subject,
-          ),
-        );
-    }
     const remaining: string[] = [];
     for (const run of runs) {
       try {
@@ -56,5 +56,14 @@ export async function forget(
     if (remaining.length === 0 || Date.now() >= deadline)
       return { deleted, remaining, keysDeleted };
     await pause(Math.min(200, Math.max(0, deadline - Date.now())));
+    // A run still held is read again by id: one its holder deleted is done, one made again under its id since
+    // (another incarnation: someone else's run) is left alone.
+    const waited = new Map(runs.map((run) => [run.runId, run.incarnation]));
+    runs = [];
+    for (const id of remaining) {
+      const stored = await raw.load(id);
+      if (stored === undefined) deleted.push(id);
+      else if (stored.run.incarnation === waited.get(id)) runs.push(stored.run);
+    }
   }
 }
