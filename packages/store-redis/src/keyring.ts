@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { SubjectForgottenError, type SubjectKeyring } from '@cairn/sdk';
+import { CairnError, SubjectForgottenError, type SubjectKeyring } from '@cairn/sdk';
 import { Gate, type RedisClient } from './client.js';
 import { keyringCurrent } from './lua/keyring-current.js';
 import { keyringForget } from './lua/keyring-forget.js';
@@ -31,19 +31,30 @@ export function redisKeyring(options: RedisKeyringOptions): SubjectKeyring {
   const gate = new Gate(options.client, prefix, options.timeoutMs ?? 10_000);
   const tag = `{${prefix}:keyring}`;
   const keys = [`${tag}:ids`, `${tag}:keys`, `${tag}:forgotten`];
+  /** A stored key's bytes; a missing or malformed one means the hashes were changed outside the keyring. */
+  const checkedKey = (stored: string | undefined, id: string): Buffer => {
+    const key = typeof stored === 'string' ? Buffer.from(stored, 'base64') : undefined;
+    if (key?.length === 32) return key;
+    throw new CairnError(
+      'STORE_FAILED',
+      `The keyring under "${prefix}" names key "${id}" but holds no 32-byte key for it: its keys were changed outside the keyring.`,
+      { data: { operation: 'read a subject key', prefix, keyId: id } },
+    );
+  };
   return {
     async current(subject) {
       const found = (await gate.script('read a subject key', keyringCurrent, keys, [
         hashOf(subject),
         randomBytes(12).toString('hex'),
         randomBytes(32).toString('base64'),
-      ])) as [string, string] | null;
+      ])) as [string, string | undefined] | null;
       if (found === null) throw new SubjectForgottenError();
-      return { id: found[0], key: Buffer.from(found[1], 'base64') };
+      const [id, key] = found;
+      return { id, key: checkedKey(key, id) };
     },
     async key(id) {
       const key = await gate.call('read a subject key', (client) => client.hget(keys[1]!, id));
-      return key === null ? undefined : Buffer.from(key, 'base64');
+      return key === null ? undefined : checkedKey(key, id);
     },
     async forget(subject) {
       await gate.script('forget a subject', keyringForget, keys, [hashOf(subject)]);

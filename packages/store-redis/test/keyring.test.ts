@@ -1,6 +1,6 @@
 import { redisKeyring, type RedisClient } from '@cairn/store-redis';
 import { describeKeyringConformance } from '@cairn/testing';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noRedisServer, startOwnCluster, type OwnCluster } from './redis-server.js';
 import { connect, skippedBecause, uniquePrefix, unreachable } from './support.js';
 
@@ -30,6 +30,26 @@ if (reason === undefined) {
     'redisKeyring on a single node',
     keyringHarness(() => connect()),
   );
+
+  it('says a key its hashes lost or garbled was changed outside the keyring, with a typed error', async () => {
+    const prefix = uniquePrefix('keyring');
+    const client = await connect();
+    try {
+      const keyring = redisKeyring({ client, prefix });
+      await keyring.current('user-1');
+      const { id } = await keyring.current('user-2');
+      await client.hset(`{${prefix}:keyring}:keys`, id, 'not a key');
+      await expect(keyring.key(id)).rejects.toMatchObject({ code: 'STORE_FAILED' });
+      await client.del(`{${prefix}:keyring}:keys`);
+      await expect(keyring.current('user-1')).rejects.toMatchObject({
+        code: 'STORE_FAILED',
+        message: expect.stringContaining('changed outside the keyring'),
+      });
+    } finally {
+      await client.del(`{${prefix}:keyring}:ids`);
+      client.disconnect();
+    }
+  });
 } else {
   skippedBecause(reason);
 }
