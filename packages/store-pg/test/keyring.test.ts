@@ -59,5 +59,10 @@ it('keeps nothing of a forgotten subject but the hash of its id', async () => {
   expect(rows).toHaveLength(1);
   expect(rows[0]).toMatchObject({ key_id: null, key: null });
   expect(JSON.stringify(rows)).not.toContain('alice');
+  // A key that is not 32 bytes cannot be stored, so none is ever handed to the cipher.
+  const { id } = await keyring.current('bob');
+  await expect(
+    pools[0]!.unsafe(`UPDATE ${schema}.subject_keys SET key = '\\x00' WHERE key_id = $1`, [id]),
+  ).rejects.toThrow(/check constraint/);
   await pools[0]!.unsafe(`DROP SCHEMA ${schema} CASCADE`);
 });

@@ -17,7 +17,8 @@ export async function keyringMigrate(sql: AnySql, schema: string, table: string)
          key bytea,
          made_at timestamptz NOT NULL DEFAULT now(),
          forgotten_at timestamptz,
-         CHECK ((key_id IS NULL) = (key IS NULL))
+         CHECK ((key_id IS NULL) = (key IS NULL)),
+         CHECK (key IS NULL OR octet_length(key) = 32)
        )`,
     );
   });
