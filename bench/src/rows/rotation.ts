@@ -117,6 +117,8 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
       new: [inFlightAgent(v2, trips, false), inFlightAgent(v2, trips, true)],
     } as const;
     let failures = 0;
+    /** Why in-flight runs failed: a failure the bar counts must say what it was. */
+    const failedWith = new Map<string, number>();
     let flown = 0;
     let passDone = false;
     let started = 0;
@@ -137,8 +139,12 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
             await agent.resume(runId);
           }
           flown += 1;
-        } catch {
+        } catch (error) {
           failures += 1;
+          const code = (error as { code?: unknown } | null)?.code;
+          const why = `${typeof code === 'string' ? code : 'error'}: ${String((error as Error | null)?.message ?? error).slice(0, 200)}`;
+          failedWith.set(why, (failedWith.get(why) ?? 0) + 1);
+          ctx.log(`rotation: in-flight run ${runId} (${side} process) failed: ${why}`);
         }
       }
     };
@@ -195,6 +201,7 @@ export async function rotationRow(ctx: BenchContext): Promise<Row> {
       notes: [
         `${concurrency} runs re-encoded at a time; ${inFlight} runs kept in flight through the pass, half by an old process (writing k1), half by a new one (writing k2): ${trips} trips with a 20-50 ms tool each, every tenth holding a refund for approval (approved during the pass)`,
         'each stored run: 2 trips of about 1 KB of model text, tool arguments and tool result, deflate + AES-256-GCM',
+        ...[...failedWith].map(([why, count]) => `in-flight failure (${count}x): ${why}`),
       ],
     };
   } finally {
