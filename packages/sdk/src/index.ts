@@ -213,7 +213,7 @@ export { sealedSnapshotMark } from './payload/sealed-snapshot.js';
 export { isProtectedStore, protectPayloads } from './payload/protected-store.js';
 export type { ProtectOptions } from './payload/protected-store.js';
 export type { ReencryptOptions, ReencryptReport } from './store/reencrypt-types.js';
-export { memoryKeyring, SubjectForgottenError } from './payload/subject-keys.js';
+export { memoryKeyring, SubjectForgottenError, subjectHash } from './payload/subject-keys.js';
 export type { SubjectKey, SubjectKeyring } from './payload/subject-keys.js';
 export type { ForgetOptions, ForgetReport, ForgetTarget } from './store/forget-types.js';
 export {

@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { CairnError, SubjectForgottenError, type SubjectKeyring } from '@cairn/sdk';
+import { randomBytes } from 'node:crypto';
+import { CairnError, SubjectForgottenError, subjectHash, type SubjectKeyring } from '@cairn/sdk';
 import type { AnySql } from './db.js';
 import { toStoreError } from './errors.js';
 import { schemaNames } from './names.js';
@@ -21,8 +21,6 @@ export interface PgKeyring extends SubjectKeyring {
   /** Creates the schema and table if missing. Safe to run from every process, at every start. */
   migrate(): Promise<void>;
 }
-
-const hashOf = (subject: string) => createHash('sha256').update(subject, 'utf8').digest('hex');
 
 /**
  * Per-subject data keys (`aesGcmCodec({ subjects })`) in a Postgres table, shared by every process that opens it:
@@ -56,14 +54,14 @@ export function pgKeyring(options: PgKeyringOptions): PgKeyring {
   return {
     migrate: () => call('create the keyring table', () => keyringMigrate(sql, quotedSchema, table)),
     async current(subject) {
-      const subjectHash = hashOf(subject);
+      const hashed = subjectHash(subject);
       // Two reads at most in practice; the bound keeps a server that never shows the row from looping forever.
       for (let asked = 1; ; asked += 1) {
         const found = await call('read a subject key', () =>
           keyringCurrent(
             sql,
             table,
-            subjectHash,
+            hashed,
             randomBytes(12).toString('hex'),
             randomBytes(32).toString('base64'),
           ),
@@ -86,7 +84,7 @@ export function pgKeyring(options: PgKeyringOptions): PgKeyring {
       return key === undefined ? undefined : Buffer.from(key, 'base64');
     },
     async forget(subject) {
-      await call('forget a subject', () => keyringForget(sql, table, hashOf(subject)));
+      await call('forget a subject', () => keyringForget(sql, table, subjectHash(subject)));
     },
   };
 }

@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { CairnError, SubjectForgottenError, type SubjectKeyring } from '@cairn/sdk';
+import { randomBytes } from 'node:crypto';
+import { CairnError, SubjectForgottenError, subjectHash, type SubjectKeyring } from '@cairn/sdk';
 import { Gate, type RedisClient } from './client.js';
 import { keyringCurrent } from './lua/keyring-current.js';
 import { keyringForget } from './lua/keyring-forget.js';
@@ -13,8 +13,6 @@ export interface RedisKeyringOptions {
   /** How long a call may take before it fails with `STORE_UNAVAILABLE`. @defaultValue 10000 */
   timeoutMs?: number;
 }
-
-const hashOf = (subject: string) => createHash('sha256').update(subject, 'utf8').digest('hex');
 
 /**
  * Per-subject data keys (`aesGcmCodec({ subjects })`) in Redis, shared by every process given the same client
@@ -44,7 +42,7 @@ export function redisKeyring(options: RedisKeyringOptions): SubjectKeyring {
   return {
     async current(subject) {
       const found = (await gate.script('read a subject key', keyringCurrent, keys, [
-        hashOf(subject),
+        subjectHash(subject),
         randomBytes(12).toString('hex'),
         randomBytes(32).toString('base64'),
       ])) as [string, string | undefined] | null;
@@ -57,7 +55,7 @@ export function redisKeyring(options: RedisKeyringOptions): SubjectKeyring {
       return key === null ? undefined : checkedKey(key, id);
     },
     async forget(subject) {
-      await gate.script('forget a subject', keyringForget, keys, [hashOf(subject)]);
+      await gate.script('forget a subject', keyringForget, keys, [subjectHash(subject)]);
     },
   };
 }

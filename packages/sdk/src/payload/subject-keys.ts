@@ -38,7 +38,13 @@ export class SubjectForgottenError extends CairnError {
 }
 brand(SubjectForgottenError, 'SubjectForgottenError');
 
-const hashOf = (subject: string) => createHash('sha256').update(subject, 'utf8').digest('hex');
+/**
+ * What a keyring keeps of a forgotten subject, and looks a subject's key up by: the SHA-256 of its id, in hex. One
+ * definition, so every keyring keeps the same and none keeps the id itself.
+ */
+export function subjectHash(subject: string): string {
+  return createHash('sha256').update(subject, 'utf8').digest('hex');
+}
 
 /**
  * Per-subject keys in this process's memory: lost when it exits (and with them every payload they encrypted).
@@ -50,7 +56,7 @@ export function memoryKeyring(): SubjectKeyring {
   const forgotten = new Set<string>();
   return {
     async current(subject) {
-      if (forgotten.has(hashOf(subject))) throw new SubjectForgottenError();
+      if (forgotten.has(subjectHash(subject))) throw new SubjectForgottenError();
       let known = bySubject.get(subject);
       if (known === undefined) {
         // A random id, not one derived from the subject: a stored payload does not say whose it is.
@@ -64,7 +70,7 @@ export function memoryKeyring(): SubjectKeyring {
       return byId.get(id);
     },
     async forget(subject) {
-      forgotten.add(hashOf(subject));
+      forgotten.add(subjectHash(subject));
       const known = bySubject.get(subject);
       bySubject.delete(subject);
       if (known !== undefined) {
